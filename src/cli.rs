@@ -1,0 +1,150 @@
+//! Command line and environment: every setting has a flag and an environment variable,
+//! and every one has a default that runs on a laptop with nothing configured.
+
+use std::net::IpAddr;
+use std::path::PathBuf;
+
+use clap::{Args, Parser, Subcommand, ValueEnum};
+
+#[derive(Debug, Parser)]
+#[command(
+    name = "maitred",
+    version,
+    about = "A streaming chat gateway for tool-using LLMs, with a resOS-compatible reservation backend and a built-in identity provider"
+)]
+pub struct Cli {
+    #[command(flatten)]
+    pub global: GlobalArgs,
+    #[command(subcommand)]
+    pub command: Option<Command>,
+}
+
+#[derive(Debug, Subcommand)]
+pub enum Command {
+    /// Run every role in one process (the default).
+    All,
+    /// Run the backend role: the resOS API and the built-in identity provider.
+    Backend,
+    /// Apply the database migrations and exit.
+    Migrate,
+    /// Get an access token with a client's credentials and print only the token.
+    Token(TokenArgs),
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
+pub enum LogFormat {
+    Text,
+    Json,
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
+pub enum Mode {
+    /// Seeds demo data, demo users and generated client secrets.
+    Dev,
+    /// Refuses demo users and generated secrets; identity comes from the config file.
+    Production,
+}
+
+#[derive(Debug, Clone, Args)]
+pub struct GlobalArgs {
+    /// Directory for all local state (SQLite database, generated dev credentials).
+    #[arg(long, env = "MAITRED_DATA_DIR", default_value = "data", global = true)]
+    pub data_dir: PathBuf,
+
+    /// Database URL (sqlite://… or postgres://…); default: SQLite under the data dir.
+    #[arg(long, env = "DATABASE_URL", global = true, hide_env_values = true)]
+    pub database_url: Option<String>,
+
+    /// Log format.
+    #[arg(long, env = "MAITRED_LOG_FORMAT", value_enum, default_value_t = LogFormat::Text, global = true)]
+    pub log_format: LogFormat,
+
+    /// dev (demo data and credentials) or production (refuses them).
+    #[arg(long, env = "MAITRED_MODE", value_enum, default_value_t = Mode::Dev, global = true)]
+    pub mode: Mode,
+
+    /// TOML file with users and clients of the built-in identity provider.
+    #[arg(long, env = "MAITRED_CONFIG", global = true)]
+    pub config: Option<PathBuf>,
+
+    /// Address every role listens on.
+    #[arg(long, env = "MAITRED_BIND", default_value = "127.0.0.1", global = true)]
+    pub bind: IpAddr,
+
+    /// Port of the backend role.
+    #[arg(
+        long,
+        env = "MAITRED_BACKEND_PORT",
+        default_value_t = 8080,
+        global = true
+    )]
+    pub backend_port: u16,
+
+    /// Port of the gateway role.
+    #[arg(
+        long,
+        env = "MAITRED_GATEWAY_PORT",
+        default_value_t = 8081,
+        global = true
+    )]
+    pub gateway_port: u16,
+
+    /// Port of the MCP role.
+    #[arg(long, env = "MAITRED_MCP_PORT", default_value_t = 8082, global = true)]
+    pub mcp_port: u16,
+
+    /// Public URL of the backend role (default http://localhost:<backend-port>).
+    #[arg(long, env = "MAITRED_BACKEND_URL", global = true)]
+    pub backend_url: Option<String>,
+
+    /// Public URL of the gateway role (default http://localhost:<gateway-port>).
+    #[arg(long, env = "MAITRED_GATEWAY_URL", global = true)]
+    pub gateway_url: Option<String>,
+
+    /// Public URL of the MCP role (default http://localhost:<mcp-port>).
+    #[arg(long, env = "MAITRED_MCP_URL", global = true)]
+    pub mcp_url: Option<String>,
+
+    /// An external OIDC issuer (Keycloak, Auth0, Entra…). When set, the built-in
+    /// identity provider is off and every role validates tokens against this issuer.
+    #[arg(long, env = "MAITRED_OIDC_ISSUER", global = true)]
+    pub oidc_issuer: Option<String>,
+
+    /// Largest request body the backend accepts, in bytes.
+    #[arg(long, env = "MAITRED_BODY_LIMIT", default_value_t = 64 * 1024, global = true)]
+    pub body_limit: usize,
+
+    /// Requests per minute one client address may make to the token endpoint and the login form.
+    #[arg(
+        long,
+        env = "MAITRED_AUTH_RATE_LIMIT",
+        default_value_t = 120,
+        global = true
+    )]
+    pub auth_rate_limit: u32,
+
+    /// Lifetime of access tokens, in seconds.
+    #[arg(
+        long,
+        env = "MAITRED_ACCESS_TOKEN_TTL",
+        default_value_t = 900,
+        global = true
+    )]
+    pub access_token_ttl: u64,
+}
+
+#[derive(Debug, Clone, Args)]
+pub struct TokenArgs {
+    /// Client id (its secret comes from the dev credentials in the data dir, or MAITRED_CLIENT_SECRET).
+    #[arg(long)]
+    pub client: String,
+    /// Space-separated scopes (default: every scope the client is registered for).
+    #[arg(long)]
+    pub scope: Option<String>,
+    /// The resource (RFC 8707) the token is for; sets its audience.
+    #[arg(long)]
+    pub resource: Option<String>,
+    /// The client secret; default: read from the dev credentials file.
+    #[arg(long, env = "MAITRED_CLIENT_SECRET", hide_env_values = true)]
+    pub secret: Option<String>,
+}

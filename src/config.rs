@@ -1,0 +1,166 @@
+//! Resolved settings: what the roles run with once flags, environment and defaults are
+//! combined. Tests build `Settings` directly, so nothing here depends on clap.
+
+use std::net::IpAddr;
+use std::path::{Path, PathBuf};
+use std::time::Duration;
+
+use anyhow::{Context, bail};
+use serde::Deserialize;
+
+use crate::cli::{GlobalArgs, Mode};
+use crate::identity::IdentityConfig;
+
+/// The API's path prefix; with the backend's public URL it is the backend's audience.
+pub const API_PREFIX: &str = "/api/v1/resos";
+
+#[derive(Debug, Clone)]
+pub struct Settings {
+    pub mode: Mode,
+    pub data_dir: PathBuf,
+    pub database_url: String,
+    pub bind: IpAddr,
+    pub backend: Endpoint,
+    pub gateway: Endpoint,
+    pub mcp: Endpoint,
+    /// Set when an external OIDC issuer replaces the built-in identity provider.
+    pub external_issuer: Option<String>,
+    pub body_limit: usize,
+    pub auth_rate_limit_per_minute: u32,
+    pub access_token_ttl: Duration,
+    pub file: FileConfig,
+}
+
+/// Where a role listens and the URL the outside world knows it by (they differ
+/// behind a reverse proxy).
+#[derive(Debug, Clone)]
+pub struct Endpoint {
+    pub port: u16,
+    pub public_url: String,
+}
+
+impl Endpoint {
+    pub fn new(port: u16, public_url: Option<&str>) -> anyhow::Result<Self> {
+        let public_url = match public_url {
+            Some(url) => normalize_url(url)?,
+            None => format!("http://localhost:{port}"),
+        };
+        Ok(Self { port, public_url })
+    }
+}
+
+/// The optional TOML file (`MAITRED_CONFIG`).
+#[derive(Debug, Clone, Default, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct FileConfig {
+    #[serde(default)]
+    pub identity: IdentityConfig,
+}
+
+impl FileConfig {
+    pub fn load(path: &Path) -> anyhow::Result<Self> {
+        let text = std::fs::read_to_string(path)
+            .with_context(|| format!("reading config file {}", path.display()))?;
+        toml::from_str(&text).with_context(|| format!("parsing config file {}", path.display()))
+    }
+}
+
+impl Settings {
+    pub fn from_args(args: &GlobalArgs) -> anyhow::Result<Self> {
+        let database_url = match &args.database_url {
+            Some(url) => url.clone(),
+            None => sqlite_url(&args.data_dir.join("maitred.db")),
+        };
+        let file = match &args.config {
+            Some(path) => FileConfig::load(path)?,
+            None => FileConfig::default(),
+        };
+        let external_issuer = args.oidc_issuer.as_deref().map(normalize_url).transpose()?;
+        Ok(Self {
+            mode: args.mode,
+            data_dir: args.data_dir.clone(),
+            database_url,
+            bind: args.bind,
+            backend: Endpoint::new(args.backend_port, args.backend_url.as_deref())?,
+            gateway: Endpoint::new(args.gateway_port, args.gateway_url.as_deref())?,
+            mcp: Endpoint::new(args.mcp_port, args.mcp_url.as_deref())?,
+            external_issuer,
+            body_limit: args.body_limit,
+            auth_rate_limit_per_minute: args.auth_rate_limit,
+            access_token_ttl: Duration::from_secs(args.access_token_ttl),
+            file,
+        })
+    }
+
+    /// The issuer every role trusts: the external one, or the backend's built-in one.
+    pub fn issuer(&self) -> &str {
+        self.external_issuer
+            .as_deref()
+            .unwrap_or(&self.backend.public_url)
+    }
+
+    pub fn builtin_identity(&self) -> bool {
+        self.external_issuer.is_none()
+    }
+
+    /// Audience of tokens for the backend API (RFC 8707 resource).
+    pub fn backend_resource(&self) -> String {
+        format!("{}{API_PREFIX}", self.backend.public_url)
+    }
+
+    /// Audience of tokens for the chat gateway.
+    pub fn gateway_resource(&self) -> String {
+        self.gateway.public_url.clone()
+    }
+
+    /// Audience of tokens for the MCP server: the canonical URL of its endpoint.
+    pub fn mcp_resource(&self) -> String {
+        format!("{}/mcp", self.mcp.public_url)
+    }
+
+    pub fn check(&self) -> anyhow::Result<()> {
+        if self.mode == Mode::Production && self.builtin_identity() {
+            let identity = &self.file.identity;
+            if identity.users.is_empty() || identity.clients.is_empty() {
+                bail!(
+                    "production mode needs users and clients in the config file (MAITRED_CONFIG, [[identity.users]] and [[identity.clients]]); demo users and generated secrets are for dev mode only"
+                );
+            }
+        }
+        if self.body_limit < 1024 {
+            bail!("MAITRED_BODY_LIMIT must be at least 1024 bytes");
+        }
+        if self.auth_rate_limit_per_minute == 0 {
+            bail!("MAITRED_AUTH_RATE_LIMIT must be at least 1");
+        }
+        Ok(())
+    }
+}
+
+pub fn sqlite_url(path: &Path) -> String {
+    format!("sqlite://{}?mode=rwc", path.display())
+}
+
+fn normalize_url(raw: &str) -> anyhow::Result<String> {
+    let url = url::Url::parse(raw).with_context(|| format!("{raw:?} is not a URL"))?;
+    if !matches!(url.scheme(), "http" | "https") {
+        bail!("{raw:?} must be an http or https URL");
+    }
+    Ok(url.as_str().trim_end_matches('/').to_owned())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn public_urls_lose_their_trailing_slash() {
+        let endpoint = Endpoint::new(8080, Some("https://api.example.com/")).unwrap();
+        assert_eq!(endpoint.public_url, "https://api.example.com");
+        assert!(Endpoint::new(1, Some("ftp://x")).is_err());
+        assert_eq!(
+            Endpoint::new(8082, None).unwrap().public_url,
+            "http://localhost:8082"
+        );
+    }
+}

@@ -1,0 +1,130 @@
+//! The database handle shared by every role: one sqlx `Any` pool over SQLite (the
+//! default) or PostgreSQL, so every query is written once, in the SQL both accept.
+
+mod clock;
+
+pub use clock::{canonical, canonical_now, parse_canonical};
+
+use std::str::FromStr;
+use std::time::Duration;
+
+use anyhow::Context;
+use sqlx::any::{AnyConnectOptions, AnyPoolOptions};
+use sqlx::{Any, AnyPool, Executor, Transaction};
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum DbKind {
+    Sqlite,
+    Postgres,
+}
+
+#[derive(Clone)]
+pub struct Db {
+    pool: AnyPool,
+    kind: DbKind,
+}
+
+static SQLITE_MIGRATIONS: sqlx::migrate::Migrator = sqlx::migrate!("migrations/sqlite");
+static POSTGRES_MIGRATIONS: sqlx::migrate::Migrator = sqlx::migrate!("migrations/postgres");
+
+impl Db {
+    pub async fn connect(url: &str) -> anyhow::Result<Self> {
+        sqlx::any::install_default_drivers();
+        let kind = if url.starts_with("sqlite:") {
+            DbKind::Sqlite
+        } else if url.starts_with("postgres:") || url.starts_with("postgresql:") {
+            DbKind::Postgres
+        } else {
+            anyhow::bail!("DATABASE_URL must start with sqlite: or postgres:");
+        };
+        if kind == DbKind::Sqlite {
+            ensure_sqlite_parent_dir(url)?;
+        }
+        let options = AnyConnectOptions::from_str(url).context("parsing DATABASE_URL")?;
+        let pool_options = AnyPoolOptions::new()
+            .max_connections(if kind == DbKind::Sqlite { 8 } else { 16 })
+            .acquire_timeout(Duration::from_secs(10));
+        let pool_options = if kind == DbKind::Sqlite {
+            // WAL lets readers run beside the single writer; NORMAL sync is durable in WAL.
+            pool_options.after_connect(|conn, _meta| {
+                Box::pin(async move {
+                    conn.execute("PRAGMA journal_mode = WAL; PRAGMA synchronous = NORMAL; PRAGMA foreign_keys = ON; PRAGMA busy_timeout = 10000;")
+                        .await?;
+                    Ok(())
+                })
+            })
+        } else {
+            pool_options
+        };
+        let pool = pool_options
+            .connect_with(options)
+            .await
+            .with_context(|| format!("connecting to the {kind:?} database"))?;
+        Ok(Self { pool, kind })
+    }
+
+    pub async fn migrate(&self) -> anyhow::Result<()> {
+        let migrator = match self.kind {
+            DbKind::Sqlite => &SQLITE_MIGRATIONS,
+            DbKind::Postgres => &POSTGRES_MIGRATIONS,
+        };
+        migrator
+            .run(&self.pool)
+            .await
+            .context("applying database migrations")?;
+        Ok(())
+    }
+
+    pub fn pool(&self) -> &AnyPool {
+        &self.pool
+    }
+
+    pub fn kind(&self) -> DbKind {
+        self.kind
+    }
+
+    /// A transaction that intends to write. SQLite takes the write lock up front
+    /// (`BEGIN IMMEDIATE`), so a read-then-write transaction waits for other writers
+    /// instead of failing with SQLITE_BUSY when it upgrades.
+    pub async fn begin_write(&self) -> Result<Transaction<'static, Any>, sqlx::Error> {
+        match self.kind {
+            DbKind::Sqlite => self.pool.begin_with("BEGIN IMMEDIATE").await,
+            DbKind::Postgres => self.pool.begin().await,
+        }
+    }
+
+    pub async fn ping(&self) -> Result<(), sqlx::Error> {
+        sqlx::query("SELECT 1")
+            .execute(&self.pool)
+            .await
+            .map(|_| ())
+    }
+
+    pub async fn close(&self) {
+        self.pool.close().await;
+    }
+}
+
+/// True when the error is a unique or primary-key violation.
+pub fn is_unique_violation(error: &sqlx::Error) -> bool {
+    error
+        .as_database_error()
+        .is_some_and(|e| e.is_unique_violation())
+}
+
+fn ensure_sqlite_parent_dir(url: &str) -> anyhow::Result<()> {
+    let path = url
+        .trim_start_matches("sqlite://")
+        .trim_start_matches("sqlite:");
+    let path = path.split('?').next().unwrap_or_default();
+    if path.is_empty() || path == ":memory:" {
+        return Ok(());
+    }
+    if let Some(parent) = std::path::Path::new(path).parent()
+        && !parent.as_os_str().is_empty()
+    {
+        std::fs::create_dir_all(parent)
+            .with_context(|| format!("creating the data directory {}", parent.display()))?;
+    }
+    Ok(())
+}

@@ -1,0 +1,42 @@
+//! HTTP plumbing every role shares: serving with graceful shutdown, the common
+//! middleware stack, health endpoints and the JSON body extractor.
+
+pub mod client_ip;
+pub mod health;
+pub mod middleware;
+
+use std::net::SocketAddr;
+
+use anyhow::Context;
+use axum::Router;
+use tokio::net::TcpListener;
+use tokio_util::sync::CancellationToken;
+
+/// Serves `router` on `listener` until `shutdown` is cancelled, then lets in-flight
+/// requests finish.
+pub async fn serve(
+    role: &'static str,
+    listener: TcpListener,
+    router: Router,
+    shutdown: CancellationToken,
+) -> anyhow::Result<()> {
+    let addr = listener
+        .local_addr()
+        .context("reading the listener address")?;
+    tracing::info!(role, %addr, "listening");
+    axum::serve(
+        listener,
+        router.into_make_service_with_connect_info::<SocketAddr>(),
+    )
+    .with_graceful_shutdown(shutdown.cancelled_owned())
+    .await
+    .with_context(|| format!("serving the {role} role"))?;
+    tracing::info!(role, "stopped");
+    Ok(())
+}
+
+pub async fn bind(addr: SocketAddr) -> anyhow::Result<TcpListener> {
+    TcpListener::bind(addr)
+        .await
+        .with_context(|| format!("binding {addr} (is another process using the port?)"))
+}

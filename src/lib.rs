@@ -1,0 +1,16 @@
+//! maitred: a streaming chat gateway for tool-using LLMs. This crate holds every
+//! role; `maitred <role>` runs one, `maitred all` runs them all in one process.
+
+pub mod app;
+pub mod auth;
+pub mod backend;
+pub mod cli;
+pub mod config;
+pub mod db;
+pub mod http;
+pub mod http_client;
+pub mod identity;
+pub mod oauth_client;
+pub mod random;
+pub mod shutdown;
+pub mod telemetry;

@@ -1,0 +1,31 @@
+//! Unguessable values from the operating system's generator.
+
+use base64::Engine;
+use base64::engine::general_purpose::URL_SAFE_NO_PAD;
+
+/// `bytes` random bytes as unpadded base64url: secrets, codes, tokens.
+pub fn token(bytes: usize) -> String {
+    URL_SAFE_NO_PAD.encode(self::bytes(bytes))
+}
+
+pub fn bytes(len: usize) -> Vec<u8> {
+    let mut buf = vec![0u8; len];
+    // The OS generator failing leaves nothing safe to do but stop.
+    #[allow(clippy::expect_used)]
+    getrandom::fill(&mut buf).expect("the operating system's random generator failed");
+    buf
+}
+
+/// A resOS-style `_id`: 24 hex characters.
+pub fn object_id() -> String {
+    hex::encode(bytes(12))
+}
+
+/// A password a person can type: letters and digits without look-alikes.
+pub fn password(len: usize) -> String {
+    const ALPHABET: &[u8] = b"abcdefghijkmnpqrstuvwxyzABCDEFGHJKLMNPQRSTUVWXYZ23456789";
+    bytes(len)
+        .into_iter()
+        .map(|b| ALPHABET[usize::from(b) % ALPHABET.len()] as char)
+        .collect()
+}
