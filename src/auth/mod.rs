@@ -1,0 +1,12 @@
+//! The resource-server side of OAuth 2, shared by every role: validate a bearer JWT
+//! from the trusted issuer (keys from its JWKS) and hand handlers a typed principal.
+
+mod error;
+mod extract;
+mod jwks;
+mod verifier;
+
+pub use error::{AuthError, AuthErrorKind};
+pub use extract::{RequiredScope, Scoped};
+pub use jwks::JwksCache;
+pub use verifier::{Principal, TokenVerifier, VerifierConfig};
