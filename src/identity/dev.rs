@@ -1,0 +1,230 @@
+//! Dev mode's demo identity: the four clients and three users every role and the
+//! README expect, with secrets generated on first start, kept in the data dir (so
+//! `maitred token` and a restart find them) and printed at start-up.
+
+use std::collections::BTreeMap;
+use std::path::{Path, PathBuf};
+
+use anyhow::Context;
+use argon2::Argon2;
+use argon2::password_hash::PasswordHasher;
+use secrecy::SecretString;
+use serde::{Deserialize, Serialize};
+
+use super::config::{ClientConfig, Grant, IdentityConfig, Role, UserConfig};
+use crate::config::Settings;
+use crate::random;
+
+pub const FILE_NAME: &str = "dev-credentials.json";
+
+#[derive(Debug, Clone, Serialize, Deserialize)]
+pub struct DevCredentials {
+    pub clients: BTreeMap<String, String>,
+    pub users: BTreeMap<String, DevUser>,
+}
+
+#[derive(Debug, Clone, Serialize, Deserialize)]
+pub struct DevUser {
+    pub password: String,
+    pub password_hash: String,
+}
+
+struct DemoClient {
+    id: &'static str,
+    public: bool,
+    grants: &'static [Grant],
+    scopes: &'static [&'static str],
+    audience: &'static str,
+}
+
+const DEMO_CLIENTS: &[DemoClient] = &[
+    DemoClient {
+        id: "maitred-mcp",
+        public: false,
+        grants: &[Grant::ClientCredentials],
+        scopes: &["backend.read", "backend.write"],
+        audience: "backend",
+    },
+    DemoClient {
+        id: "maitred-gateway",
+        public: false,
+        grants: &[Grant::ClientCredentials],
+        scopes: &["mcp.read", "mcp.write"],
+        audience: "mcp",
+    },
+    DemoClient {
+        id: "maitred-web",
+        public: true,
+        grants: &[Grant::AuthorizationCode, Grant::RefreshToken],
+        scopes: &[
+            "openid",
+            "profile",
+            "email",
+            "offline_access",
+            "chat.read",
+            "chat.write",
+        ],
+        audience: "gateway",
+    },
+    DemoClient {
+        id: "maitred-cli",
+        public: false,
+        grants: &[Grant::ClientCredentials],
+        scopes: &["chat.read", "chat.write"],
+        audience: "gateway",
+    },
+];
+
+const DEMO_USERS: &[(&str, Role, &str)] = &[
+    ("admin", Role::Admin, "Ada Admin"),
+    ("operator", Role::Operator, "Oscar Operator"),
+    ("user", Role::User, "Uma User"),
+];
+
+pub fn path(data_dir: &Path) -> PathBuf {
+    data_dir.join(FILE_NAME)
+}
+
+impl DevCredentials {
+    pub fn load(data_dir: &Path) -> anyhow::Result<Self> {
+        let path = path(data_dir);
+        let text = std::fs::read_to_string(&path).with_context(|| {
+            format!(
+                "reading {} (it is written when `maitred` first starts in dev mode)",
+                path.display()
+            )
+        })?;
+        serde_json::from_str(&text).with_context(|| format!("parsing {}", path.display()))
+    }
+
+    /// Loads the file, adding whatever demo client or user it lacks.
+    pub fn load_or_create(data_dir: &Path) -> anyhow::Result<Self> {
+        let mut credentials = if path(data_dir).exists() {
+            Self::load(data_dir)?
+        } else {
+            Self {
+                clients: BTreeMap::new(),
+                users: BTreeMap::new(),
+            }
+        };
+        let mut changed = false;
+        for client in DEMO_CLIENTS.iter().filter(|c| !c.public) {
+            if !credentials.clients.contains_key(client.id) {
+                credentials
+                    .clients
+                    .insert(client.id.to_owned(), random::token(32));
+                changed = true;
+            }
+        }
+        for (username, _, _) in DEMO_USERS {
+            if !credentials.users.contains_key(*username) {
+                let password = random::password(16);
+                let password_hash = Argon2::default()
+                    .hash_password(password.as_bytes())
+                    .map_err(|e| anyhow::anyhow!("hashing a demo password: {e}"))?
+                    .to_string();
+                credentials.users.insert(
+                    (*username).to_owned(),
+                    DevUser {
+                        password,
+                        password_hash,
+                    },
+                );
+                changed = true;
+            }
+        }
+        if changed {
+            credentials.save(data_dir)?;
+        }
+        Ok(credentials)
+    }
+
+    fn save(&self, data_dir: &Path) -> anyhow::Result<()> {
+        std::fs::create_dir_all(data_dir)
+            .with_context(|| format!("creating {}", data_dir.display()))?;
+        let path = path(data_dir);
+        let text = serde_json::to_string_pretty(self)?;
+        write_private(&path, text.as_bytes()).with_context(|| format!("writing {}", path.display()))
+    }
+
+    pub fn client_secret(&self, client_id: &str) -> Option<&str> {
+        self.clients.get(client_id).map(String::as_str)
+    }
+
+    /// The demo users and clients as if an operator had configured them.
+    pub fn identity_config(&self, settings: &Settings) -> IdentityConfig {
+        let gateway = &settings.gateway.public_url;
+        let clients = DEMO_CLIENTS
+            .iter()
+            .map(|c| ClientConfig {
+                id: c.id.to_owned(),
+                secret: (!c.public)
+                    .then(|| self.clients.get(c.id).cloned().map(SecretString::from))
+                    .flatten(),
+                public: c.public,
+                grants: c.grants.to_vec(),
+                scopes: c.scopes.iter().map(|s| (*s).to_owned()).collect(),
+                audiences: vec![c.audience.to_owned()],
+                redirect_uris: if c.public {
+                    vec![format!("{gateway}/login/callback")]
+                } else {
+                    Vec::new()
+                },
+            })
+            .collect();
+        let users = DEMO_USERS
+            .iter()
+            .filter_map(|(username, role, name)| {
+                let user = self.users.get(*username)?;
+                Some(UserConfig {
+                    username: (*username).to_owned(),
+                    password_hash: user.password_hash.clone(),
+                    roles: vec![*role],
+                    name: Some((*name).to_owned()),
+                    email: Some(format!("{username}@maitred.localhost")),
+                })
+            })
+            .collect();
+        IdentityConfig { users, clients }
+    }
+
+    /// What a developer needs to sign in and get tokens, printed once at start-up.
+    pub fn banner(&self, settings: &Settings) -> String {
+        let mut out = String::from("dev mode: demo identity (secrets are also in ");
+        out.push_str(&path(&settings.data_dir).display().to_string());
+        out.push_str(")\n");
+        for (username, role, _) in DEMO_USERS {
+            if let Some(user) = self.users.get(*username) {
+                out.push_str(&format!(
+                    "  user   {username:<16} password {}  ({})\n",
+                    user.password,
+                    role.as_str()
+                ));
+            }
+        }
+        for (id, secret) in &self.clients {
+            out.push_str(&format!("  client {id:<16} secret   {secret}\n"));
+        }
+        out.push_str("  client maitred-web      public (authorization code + PKCE)\n");
+        out.push_str("  get a token: maitred token --client maitred-cli");
+        out
+    }
+}
+
+#[cfg(unix)]
+fn write_private(path: &Path, bytes: &[u8]) -> std::io::Result<()> {
+    use std::io::Write;
+    use std::os::unix::fs::OpenOptionsExt;
+    let mut file = std::fs::OpenOptions::new()
+        .write(true)
+        .create(true)
+        .truncate(true)
+        .mode(0o600)
+        .open(path)?;
+    file.write_all(bytes)
+}
+
+#[cfg(not(unix))]
+fn write_private(path: &Path, bytes: &[u8]) -> std::io::Result<()> {
+    std::fs::write(path, bytes)
+}

@@ -1,0 +1,169 @@
+//! Authorization codes and refresh tokens, stored by their SHA-256 so a database
+//! dump holds nothing a thief could present.
+
+use sha2::{Digest, Sha256};
+use sqlx::{FromRow, Row};
+
+use crate::db::Db;
+
+pub fn hash(secret: &str) -> String {
+    hex::encode(Sha256::digest(secret.as_bytes()))
+}
+
+#[derive(Debug, Clone, FromRow)]
+pub struct CodeGrant {
+    pub client_id: String,
+    pub subject: String,
+    pub redirect_uri: String,
+    pub scope: String,
+    pub resource: Option<String>,
+    pub code_challenge: Option<String>,
+    pub nonce: Option<String>,
+    /// The refresh-token family this login starts; revoked if the code is replayed.
+    pub family_id: String,
+    pub expires_at: i64,
+}
+
+#[derive(Debug, Clone, FromRow)]
+pub struct RefreshGrant {
+    pub family_id: String,
+    pub client_id: String,
+    pub subject: String,
+    pub scope: String,
+    pub resource: Option<String>,
+    pub expires_at: i64,
+    pub revoked: i64,
+}
+
+pub enum Redeemed<T> {
+    Fresh(T),
+    /// Presented before: a sign of theft.
+    Reused(T),
+    Unknown,
+}
+
+pub async fn insert_code(db: &Db, code: &str, grant: &CodeGrant) -> Result<(), sqlx::Error> {
+    let now = chrono::Utc::now().timestamp();
+    sqlx::query("DELETE FROM authorization_codes WHERE expires_at < $1")
+        .bind(now - 3600)
+        .execute(db.pool())
+        .await?;
+    sqlx::query(
+        "INSERT INTO authorization_codes (code_hash, client_id, subject, redirect_uri, scope, resource, code_challenge, nonce, family_id, expires_at, used) \
+         VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, 0)",
+    )
+    .bind(hash(code))
+    .bind(&grant.client_id)
+    .bind(&grant.subject)
+    .bind(&grant.redirect_uri)
+    .bind(&grant.scope)
+    .bind(&grant.resource)
+    .bind(&grant.code_challenge)
+    .bind(&grant.nonce)
+    .bind(&grant.family_id)
+    .bind(grant.expires_at)
+    .execute(db.pool())
+    .await?;
+    Ok(())
+}
+
+/// Marks the code used; exactly one concurrent redeemer sees `Fresh`.
+pub async fn redeem_code(db: &Db, code: &str) -> Result<Redeemed<CodeGrant>, sqlx::Error> {
+    let code_hash = hash(code);
+    let Some(grant) = sqlx::query_as::<_, CodeGrant>(
+        "SELECT client_id, subject, redirect_uri, scope, resource, code_challenge, nonce, family_id, expires_at FROM authorization_codes WHERE code_hash = $1",
+    )
+    .bind(&code_hash)
+    .fetch_optional(db.pool())
+    .await?
+    else {
+        return Ok(Redeemed::Unknown);
+    };
+    let claimed =
+        sqlx::query("UPDATE authorization_codes SET used = 1 WHERE code_hash = $1 AND used = 0")
+            .bind(&code_hash)
+            .execute(db.pool())
+            .await?
+            .rows_affected();
+    Ok(if claimed == 1 {
+        Redeemed::Fresh(grant)
+    } else {
+        Redeemed::Reused(grant)
+    })
+}
+
+pub struct NewRefresh<'a> {
+    pub family_id: &'a str,
+    pub client_id: &'a str,
+    pub subject: &'a str,
+    pub scope: &'a str,
+    pub resource: Option<&'a str>,
+    pub expires_at: i64,
+}
+
+pub async fn insert_refresh(db: &Db, token: &str, new: &NewRefresh<'_>) -> Result<(), sqlx::Error> {
+    let now = chrono::Utc::now().timestamp();
+    sqlx::query(
+        "INSERT INTO refresh_tokens (token_hash, family_id, client_id, subject, scope, resource, expires_at, used_at, revoked, created_at) \
+         VALUES ($1, $2, $3, $4, $5, $6, $7, NULL, 0, $8)",
+    )
+    .bind(hash(token))
+    .bind(new.family_id)
+    .bind(new.client_id)
+    .bind(new.subject)
+    .bind(new.scope)
+    .bind(new.resource)
+    .bind(new.expires_at)
+    .bind(now)
+    .execute(db.pool())
+    .await?;
+    Ok(())
+}
+
+/// Rotation: the presented token is spent; exactly one concurrent redeemer sees `Fresh`.
+pub async fn redeem_refresh(db: &Db, token: &str) -> Result<Redeemed<RefreshGrant>, sqlx::Error> {
+    let token_hash = hash(token);
+    let Some(grant) = sqlx::query_as::<_, RefreshGrant>(
+        "SELECT family_id, client_id, subject, scope, resource, expires_at, revoked FROM refresh_tokens WHERE token_hash = $1",
+    )
+    .bind(&token_hash)
+    .fetch_optional(db.pool())
+    .await?
+    else {
+        return Ok(Redeemed::Unknown);
+    };
+    let now = chrono::Utc::now().timestamp();
+    let claimed = sqlx::query(
+        "UPDATE refresh_tokens SET used_at = $1 WHERE token_hash = $2 AND used_at IS NULL",
+    )
+    .bind(now)
+    .bind(&token_hash)
+    .execute(db.pool())
+    .await?
+    .rows_affected();
+    Ok(if claimed == 1 {
+        Redeemed::Fresh(grant)
+    } else {
+        Redeemed::Reused(grant)
+    })
+}
+
+/// Revokes every refresh token of a family (a login session).
+pub async fn revoke_family(db: &Db, family_id: &str) -> Result<u64, sqlx::Error> {
+    Ok(
+        sqlx::query("UPDATE refresh_tokens SET revoked = 1 WHERE family_id = $1")
+            .bind(family_id)
+            .execute(db.pool())
+            .await?
+            .rows_affected(),
+    )
+}
+
+pub async fn family_revoked(db: &Db, family_id: &str) -> Result<bool, sqlx::Error> {
+    let row =
+        sqlx::query("SELECT COUNT(*) FROM refresh_tokens WHERE family_id = $1 AND revoked = 1")
+            .bind(family_id)
+            .fetch_one(db.pool())
+            .await?;
+    Ok(row.try_get::<i64, _>(0)? > 0)
+}
