@@ -1,0 +1,152 @@
+//! Assembling roles from settings: the database, the routers, the listeners. `main`
+//! calls `run`; tests call the builders directly to start roles on port 0.
+
+use std::net::SocketAddr;
+use std::sync::Arc;
+
+use anyhow::Context;
+use axum::Router;
+use tokio::net::TcpListener;
+use tokio_util::sync::CancellationToken;
+
+use crate::auth::{TokenVerifier, VerifierConfig};
+use crate::backend::{self, BackendState, seed};
+use crate::cli::{Cli, Command, Mode, TokenArgs};
+use crate::config::Settings;
+use crate::db::Db;
+use crate::identity::{self, Identity};
+use crate::{http, http_client, oauth_client, shutdown};
+
+/// Connects, migrates and (in dev mode) seeds.
+pub async fn prepare_database(settings: &Settings) -> anyhow::Result<Db> {
+    let db = Db::connect(&settings.database_url).await?;
+    db.migrate().await?;
+    if settings.mode == Mode::Dev {
+        if seed::seed_if_empty(&db).await? {
+            tracing::info!("seeded the empty database with the demo restaurant");
+        }
+        let added = seed::ensure_opening_hours(&db).await?;
+        if added > 0 {
+            tracing::info!(periods = added, "added opening hours for the coming days");
+        }
+    }
+    Ok(db)
+}
+
+/// The backend role's whole router; the banner lists dev credentials, if any.
+pub async fn backend_router(
+    settings: &Settings,
+    db: Db,
+    http: reqwest::Client,
+) -> anyhow::Result<(Router, Option<String>)> {
+    let verifier = Arc::new(TokenVerifier::new(
+        http,
+        VerifierConfig::new(settings.issuer(), settings.backend_resource()),
+    ));
+    let api = backend::router(
+        BackendState {
+            db: db.clone(),
+            verifier,
+        },
+        settings.body_limit,
+    );
+    let mut router = http::health::routes(db.clone()).merge(api);
+    let mut banner = None;
+    if settings.builtin_identity() {
+        let (identity, dev_banner) = Identity::start(settings, db).await?;
+        router = router.merge(identity::router(identity));
+        banner = dev_banner;
+    }
+    Ok((http::middleware::wrap(router), banner))
+}
+
+pub async fn run(cli: Cli) -> anyhow::Result<()> {
+    let settings = Settings::from_args(&cli.global)?;
+    match cli.command.unwrap_or(Command::All) {
+        Command::All => serve(&settings, true).await,
+        Command::Backend => serve(&settings, false).await,
+        Command::Migrate => {
+            let db = Db::connect(&settings.database_url).await?;
+            db.migrate().await?;
+            tracing::info!("migrations applied");
+            db.close().await;
+            Ok(())
+        }
+        Command::Token(args) => print_token(&settings, &args).await,
+    }
+}
+
+async fn serve(settings: &Settings, all: bool) -> anyhow::Result<()> {
+    settings.check()?;
+    if settings.mode == Mode::Production && settings.database_url.starts_with("sqlite:") {
+        tracing::warn!(
+            "production mode on SQLite: fine for one process, use PostgreSQL to scale out"
+        );
+    }
+    let shutdown = shutdown::on_signal();
+    let db = prepare_database(settings).await?;
+    let http = http_client::new()?;
+    let (router, banner) = backend_router(settings, db.clone(), http).await?;
+    let listener = http::bind(SocketAddr::new(settings.bind, settings.backend.port)).await?;
+    if let Some(banner) = banner {
+        tracing::info!("{banner}");
+    }
+    tracing::info!(
+        url = %settings.backend.public_url,
+        issuer = %settings.issuer(),
+        "backend role: resOS API at {}{}, OpenAPI at /api-docs/openapi.json",
+        settings.backend.public_url,
+        crate::config::API_PREFIX
+    );
+    if all {
+        tracing::info!("gateway and mcp roles are not built yet; not started");
+    }
+    serve_until(listener, router, shutdown).await?;
+    db.close().await;
+    Ok(())
+}
+
+async fn serve_until(
+    listener: TcpListener,
+    router: Router,
+    shutdown: CancellationToken,
+) -> anyhow::Result<()> {
+    http::serve("backend", listener, router, shutdown).await
+}
+
+/// `maitred token`: only the token goes to stdout, so `TOKEN=$(maitred token …)` works.
+async fn print_token(settings: &Settings, args: &TokenArgs) -> anyhow::Result<()> {
+    let secret = match &args.secret {
+        Some(secret) => secret.clone(),
+        None => identity::dev::DevCredentials::load(&settings.data_dir)?
+            .client_secret(&args.client)
+            .map(str::to_owned)
+            .with_context(|| {
+                format!(
+                    "no secret for client {} in the dev credentials; pass --secret or MAITRED_CLIENT_SECRET",
+                    args.client
+                )
+            })?,
+    };
+    let http = http_client::new()?;
+    let token_url = oauth_client::discover_token_url(&http, settings.issuer()).await?;
+    let token = oauth_client::client_credentials(
+        &http,
+        &oauth_client::ClientCredentials {
+            token_url,
+            client_id: args.client.clone(),
+            client_secret: secret,
+            scopes: args
+                .scope
+                .as_deref()
+                .unwrap_or_default()
+                .split_whitespace()
+                .map(str::to_owned)
+                .collect(),
+            resource: args.resource.clone(),
+        },
+    )
+    .await?;
+    println!("{}", token.token);
+    Ok(())
+}

@@ -1,0 +1,99 @@
+//! `GET /customers` and `GET /customers/{id}`.
+
+use axum::extract::{Path, State};
+use axum::http::HeaderMap;
+use sqlx::FromRow;
+
+use super::error::ApiError;
+use super::extract::ApiQuery;
+use super::list::{Conditions, ListParams, bind_all};
+use super::model::Customer;
+use super::{BackendState, Json, Reader, resources, with_total};
+
+pub const COLUMNS: &str = "c.id, c.name, c.email, c.phone, c.created_at, c.last_booking_at, c.booking_count, c.total_spent, c.metadata";
+
+#[derive(FromRow)]
+pub struct CustomerRow {
+    id: String,
+    name: String,
+    email: Option<String>,
+    phone: Option<String>,
+    created_at: String,
+    last_booking_at: Option<String>,
+    booking_count: i64,
+    total_spent: f64,
+    metadata: Option<String>,
+}
+
+impl From<CustomerRow> for Customer {
+    fn from(row: CustomerRow) -> Self {
+        Self {
+            id: row.id,
+            name: row.name,
+            email: row.email,
+            phone: row.phone,
+            created_at: row.created_at,
+            last_booking_at: row.last_booking_at,
+            booking_count: row.booking_count,
+            total_spent: row.total_spent,
+            metadata: super::parse_metadata(row.metadata.as_deref()),
+        }
+    }
+}
+
+/// List customers
+#[utoipa::path(get, path = "/customers", tag = "customers",
+    params(ListParams),
+    responses(
+        (status = 200, description = "Customers; X-Total-Count holds the number matching the filter", body = [Customer]),
+        (status = 400, description = "Invalid limit, sort or customQuery", body = super::ErrorBody),
+        (status = 401, description = "Missing or invalid token", body = super::ErrorBody),
+    ),
+    security(("bearer" = ["backend.read"])))]
+pub async fn list(
+    _auth: Reader,
+    State(state): State<BackendState>,
+    ApiQuery(params): ApiQuery<ListParams>,
+) -> Result<(HeaderMap, Json<Vec<Customer>>), ApiError> {
+    let from = "FROM customers c";
+    let list = params.resolve(
+        &resources::CUSTOMERS,
+        Conditions::default(),
+        "c.created_at DESC",
+        "c.id ASC",
+    )?;
+    let rows = bind_all(
+        sqlx::query_as::<_, CustomerRow>(sqlx::AssertSqlSafe(list.page_sql(COLUMNS, from))),
+        &list.page_binds(),
+    )
+    .fetch_all(state.db.pool())
+    .await?;
+    let total = super::count(&state.db, &list, from).await?;
+    Ok(with_total(
+        total,
+        rows.into_iter().map(Customer::from).collect(),
+    ))
+}
+
+/// Get a customer
+#[utoipa::path(get, path = "/customers/{id}", tag = "customers",
+    params(("id" = String, Path, description = "Customer id")),
+    responses(
+        (status = 200, body = Customer),
+        (status = 404, description = "No such customer", body = super::ErrorBody),
+    ),
+    security(("bearer" = ["backend.read"])))]
+pub async fn get(
+    _auth: Reader,
+    State(state): State<BackendState>,
+    Path(id): Path<String>,
+) -> Result<Json<Customer>, ApiError> {
+    let row = sqlx::query_as::<_, CustomerRow>(sqlx::AssertSqlSafe(format!(
+        "SELECT {COLUMNS} FROM customers c WHERE c.id = $1"
+    )))
+    .bind(&id)
+    .fetch_optional(state.db.pool())
+    .await?
+    .ok_or_else(|| ApiError::not_found("customer", id))?;
+    Ok(Json(row.into()))
+}

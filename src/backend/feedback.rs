@@ -1,0 +1,115 @@
+//! `GET /feedback` and `GET /feedback/{id}`, each with its customer embedded.
+
+use axum::extract::{Path, State};
+use axum::http::HeaderMap;
+use sqlx::FromRow;
+
+use super::error::ApiError;
+use super::extract::ApiQuery;
+use super::list::{Conditions, ListParams, bind_all};
+use super::model::{Customer, Feedback};
+use super::{BackendState, Json, Reader, resources, with_total};
+
+const COLUMNS: &str = "f.id, f.booking_id, f.rating, f.comment, f.created_at, f.is_public, \
+    c.id AS c_id, c.name AS c_name, c.email AS c_email, c.phone AS c_phone, c.created_at AS c_created_at, \
+    c.last_booking_at AS c_last_booking_at, c.booking_count AS c_booking_count, c.total_spent AS c_total_spent, c.metadata AS c_metadata";
+const FROM: &str = "FROM feedback f LEFT JOIN customers c ON c.id = f.customer_id";
+
+#[derive(FromRow)]
+struct FeedbackRow {
+    id: String,
+    booking_id: Option<String>,
+    rating: i64,
+    comment: Option<String>,
+    created_at: String,
+    is_public: i64,
+    c_id: Option<String>,
+    c_name: Option<String>,
+    c_email: Option<String>,
+    c_phone: Option<String>,
+    c_created_at: Option<String>,
+    c_last_booking_at: Option<String>,
+    c_booking_count: Option<i64>,
+    c_total_spent: Option<f64>,
+    c_metadata: Option<String>,
+}
+
+impl From<FeedbackRow> for Feedback {
+    fn from(row: FeedbackRow) -> Self {
+        let customer = row.c_id.map(|id| Customer {
+            id,
+            name: row.c_name.unwrap_or_default(),
+            email: row.c_email,
+            phone: row.c_phone,
+            created_at: row.c_created_at.unwrap_or_default(),
+            last_booking_at: row.c_last_booking_at,
+            booking_count: row.c_booking_count.unwrap_or_default(),
+            total_spent: row.c_total_spent.unwrap_or_default(),
+            metadata: super::parse_metadata(row.c_metadata.as_deref()),
+        });
+        Self {
+            id: row.id,
+            booking_id: row.booking_id,
+            rating: row.rating,
+            comment: row.comment,
+            created_at: row.created_at,
+            customer,
+            is_public: row.is_public != 0,
+        }
+    }
+}
+
+/// List feedback
+#[utoipa::path(get, path = "/feedback", tag = "feedback",
+    params(ListParams),
+    responses(
+        (status = 200, description = "Feedback entries; X-Total-Count holds the number matching the filter", body = [Feedback]),
+        (status = 400, description = "Invalid limit, sort or customQuery", body = super::ErrorBody),
+    ),
+    security(("bearer" = ["backend.read"])))]
+pub async fn list(
+    _auth: Reader,
+    State(state): State<BackendState>,
+    ApiQuery(params): ApiQuery<ListParams>,
+) -> Result<(HeaderMap, Json<Vec<Feedback>>), ApiError> {
+    let list = params.resolve(
+        &resources::FEEDBACK,
+        Conditions::default(),
+        "f.created_at DESC",
+        "f.id ASC",
+    )?;
+    let rows = bind_all(
+        sqlx::query_as::<_, FeedbackRow>(sqlx::AssertSqlSafe(list.page_sql(COLUMNS, FROM))),
+        &list.page_binds(),
+    )
+    .fetch_all(state.db.pool())
+    .await?;
+    let total = super::count(&state.db, &list, FROM).await?;
+    Ok(with_total(
+        total,
+        rows.into_iter().map(Feedback::from).collect(),
+    ))
+}
+
+/// Get a feedback entry
+#[utoipa::path(get, path = "/feedback/{id}", tag = "feedback",
+    params(("id" = String, Path, description = "Feedback id")),
+    responses(
+        (status = 200, body = Feedback),
+        (status = 404, description = "No such feedback", body = super::ErrorBody),
+    ),
+    security(("bearer" = ["backend.read"])))]
+pub async fn get(
+    _auth: Reader,
+    State(state): State<BackendState>,
+    Path(id): Path<String>,
+) -> Result<Json<Feedback>, ApiError> {
+    let row = sqlx::query_as::<_, FeedbackRow>(sqlx::AssertSqlSafe(format!(
+        "SELECT {COLUMNS} {FROM} WHERE f.id = $1"
+    )))
+    .bind(&id)
+    .fetch_optional(state.db.pool())
+    .await?
+    .ok_or_else(|| ApiError::not_found("feedback", id))?;
+    Ok(Json(row.into()))
+}

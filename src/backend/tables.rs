@@ -1,0 +1,78 @@
+//! `GET /tables`, each table with its area.
+
+use axum::extract::State;
+use axum::http::HeaderMap;
+use sqlx::FromRow;
+
+use super::error::ApiError;
+use super::extract::ApiQuery;
+use super::list::{Conditions, ListParams, bind_all};
+use super::model::{Area, Table};
+use super::{BackendState, Json, Reader, resources, with_total};
+
+pub const COLUMNS: &str = "t.id, t.name, t.seats_min, t.seats_max, t.internal_note, \
+    a.id AS area_id, a.name AS area_name, a.internal_note AS area_internal_note, a.booking_priority AS area_booking_priority";
+pub const FROM: &str = "FROM dining_tables t JOIN areas a ON a.id = t.area_id";
+
+#[derive(FromRow, Clone)]
+pub struct TableRow {
+    pub id: String,
+    pub name: String,
+    pub seats_min: i64,
+    pub seats_max: i64,
+    pub internal_note: Option<String>,
+    pub area_id: String,
+    pub area_name: String,
+    pub area_internal_note: Option<String>,
+    pub area_booking_priority: i64,
+}
+
+impl From<TableRow> for Table {
+    fn from(row: TableRow) -> Self {
+        Self {
+            id: row.id,
+            name: row.name,
+            seats_min: row.seats_min,
+            seats_max: row.seats_max,
+            area: Area {
+                id: row.area_id,
+                name: row.area_name,
+                internal_note: row.area_internal_note,
+                booking_priority: row.area_booking_priority,
+            },
+            internal_note: row.internal_note,
+        }
+    }
+}
+
+/// List tables
+#[utoipa::path(get, path = "/tables", tag = "tables",
+    params(ListParams),
+    responses(
+        (status = 200, description = "Tables with their areas", body = [Table]),
+        (status = 400, description = "Invalid limit, sort or customQuery", body = super::ErrorBody),
+    ),
+    security(("bearer" = ["backend.read"])))]
+pub async fn list(
+    _auth: Reader,
+    State(state): State<BackendState>,
+    ApiQuery(params): ApiQuery<ListParams>,
+) -> Result<(HeaderMap, Json<Vec<Table>>), ApiError> {
+    let list = params.resolve(
+        &resources::TABLES,
+        Conditions::default(),
+        "a.booking_priority DESC, t.name ASC",
+        "t.id ASC",
+    )?;
+    let rows = bind_all(
+        sqlx::query_as::<_, TableRow>(sqlx::AssertSqlSafe(list.page_sql(COLUMNS, FROM))),
+        &list.page_binds(),
+    )
+    .fetch_all(state.db.pool())
+    .await?;
+    let total = super::count(&state.db, &list, FROM).await?;
+    Ok(with_total(
+        total,
+        rows.into_iter().map(Table::from).collect(),
+    ))
+}
