@@ -1,0 +1,11 @@
+//! The one integration test binary: every role started in-process on port 0 and
+//! driven over real HTTP with real tokens, on SQLite and on PostgreSQL.
+
+mod helpers;
+
+mod api;
+mod bookings;
+mod errors;
+mod identity;
+mod restart;
+mod tokens;
