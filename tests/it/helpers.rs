@@ -41,7 +41,9 @@ impl Database {
         match self {
             Self::Sqlite => sqlite_url(&data_dir.join("maitred.db")),
             Self::Postgres(base) => {
-                let admin = Db::connect(base).await.expect("connect to TEST_DATABASE_URL");
+                let admin = Db::connect(base)
+                    .await
+                    .expect("connect to TEST_DATABASE_URL");
                 let now = chrono::Utc::now().timestamp();
                 // Schemas of runs that died midway are swept after an hour.
                 let old: Vec<(String,)> = sqlx::query_as(
@@ -66,7 +68,11 @@ impl Database {
                 }
                 let schema = format!(
                     "maitred_test_{now}_{}",
-                    uuid::Uuid::new_v4().simple().to_string().get(..12).unwrap_or("x")
+                    uuid::Uuid::new_v4()
+                        .simple()
+                        .to_string()
+                        .get(..12)
+                        .unwrap_or("x")
                 );
                 sqlx::query(sqlx::AssertSqlSafe(format!("CREATE SCHEMA {schema}")))
                     .execute(admin.pool())
@@ -133,7 +139,9 @@ impl TestApp {
         data_dir: Arc<tempfile::TempDir>,
     ) -> Self {
         maitred::telemetry::init(maitred::cli::LogFormat::Text);
-        let db = maitred::app::prepare_database(&settings).await.expect("database");
+        let db = maitred::app::prepare_database(&settings)
+            .await
+            .expect("database");
         let http = maitred::http_client::new().unwrap();
         let (router, _banner) = maitred::app::backend_router(&settings, db.clone(), http.clone())
             .await

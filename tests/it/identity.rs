@@ -28,7 +28,12 @@ fn hidden_field(html: &str, name: &str) -> Option<String> {
     let marker = format!("name=\"{name}\" value=\"");
     let start = html.find(&marker)? + marker.len();
     let end = html[start..].find('"')? + start;
-    Some(html[start..end].replace("&#x2f;", "/").replace("&#47;", "/").replace("&amp;", "&"))
+    Some(
+        html[start..end]
+            .replace("&#x2f;", "/")
+            .replace("&#47;", "/")
+            .replace("&amp;", "&"),
+    )
 }
 
 struct Pkce {
@@ -39,11 +44,20 @@ struct Pkce {
 fn pkce() -> Pkce {
     let verifier = maitred::random::token(48);
     let challenge = URL_SAFE_NO_PAD.encode(Sha256::digest(verifier.as_bytes()));
-    Pkce { verifier, challenge }
+    Pkce {
+        verifier,
+        challenge,
+    }
 }
 
 /// Signs `username` in through the login page; returns the code from the redirect.
-async fn sign_in(app: &TestApp, browser: &reqwest::Client, pkce: &Pkce, username: &str, password: &str) -> reqwest::Response {
+async fn sign_in(
+    app: &TestApp,
+    browser: &reqwest::Client,
+    pkce: &Pkce,
+    username: &str,
+    password: &str,
+) -> reqwest::Response {
     let redirect = redirect_uri(app);
     let page = browser
         .get(format!("{}/oauth2/authorize", app.url))
@@ -66,10 +80,22 @@ async fn sign_in(app: &TestApp, browser: &reqwest::Client, pkce: &Pkce, username
     assert!(html.contains("Sign in to maitred"), "{html}");
     let csrf = hidden_field(&html, "csrf_token").expect("a CSRF token in the form");
     let mut form: Vec<(String, String)> = [
-        "response_type", "client_id", "redirect_uri", "scope", "state", "nonce", "code_challenge", "code_challenge_method",
+        "response_type",
+        "client_id",
+        "redirect_uri",
+        "scope",
+        "state",
+        "nonce",
+        "code_challenge",
+        "code_challenge_method",
     ]
     .iter()
-    .map(|name| ((*name).to_owned(), hidden_field(&html, name).unwrap_or_else(|| panic!("hidden {name}"))))
+    .map(|name| {
+        (
+            (*name).to_owned(),
+            hidden_field(&html, name).unwrap_or_else(|| panic!("hidden {name}")),
+        )
+    })
     .collect();
     form.push(("csrf_token".into(), csrf));
     form.push(("username".into(), username.into()));
@@ -84,7 +110,11 @@ async fn sign_in(app: &TestApp, browser: &reqwest::Client, pkce: &Pkce, username
 }
 
 fn code_from(response: &reqwest::Response) -> (String, url::Url) {
-    assert_eq!(response.status(), 303, "expected a redirect back to the client");
+    assert_eq!(
+        response.status(),
+        303,
+        "expected a redirect back to the client"
+    );
     let location = url::Url::parse(response.headers()["location"].to_str().unwrap()).unwrap();
     let query: std::collections::HashMap<_, _> = location.query_pairs().into_owned().collect();
     (query["code"].clone(), location)
@@ -111,7 +141,13 @@ async fn authorization_code_with_pkce_then_refresh_rotation_and_reuse_revocation
 
     let wrong = sign_in(&app, &browser, &pkce, "operator", "not-the-password").await;
     assert_eq!(wrong.status(), 401);
-    assert!(wrong.text().await.unwrap().contains("Wrong username or password"));
+    assert!(
+        wrong
+            .text()
+            .await
+            .unwrap()
+            .contains("Wrong username or password")
+    );
 
     let response = sign_in(&app, &browser, &pkce, "operator", &password).await;
     let (code, location) = code_from(&response);
@@ -124,7 +160,13 @@ async fn authorization_code_with_pkce_then_refresh_rotation_and_reuse_revocation
     // The wrong verifier is refused, and burns the code.
     let (status, body) = token_request(
         &app,
-        &[("grant_type", "authorization_code"), ("client_id", WEB), ("code", &code), ("redirect_uri", &redirect), ("code_verifier", &self::pkce().verifier)],
+        &[
+            ("grant_type", "authorization_code"),
+            ("client_id", WEB),
+            ("code", &code),
+            ("redirect_uri", &redirect),
+            ("code_verifier", &self::pkce().verifier),
+        ],
     )
     .await;
     assert_eq!(status, 400);
@@ -134,20 +176,36 @@ async fn authorization_code_with_pkce_then_refresh_rotation_and_reuse_revocation
     let (code, _) = code_from(&sign_in(&app, &browser, &pkce, "operator", &password).await);
     let (status, tokens) = token_request(
         &app,
-        &[("grant_type", "authorization_code"), ("client_id", WEB), ("code", &code), ("redirect_uri", &redirect), ("code_verifier", &pkce.verifier)],
+        &[
+            ("grant_type", "authorization_code"),
+            ("client_id", WEB),
+            ("code", &code),
+            ("redirect_uri", &redirect),
+            ("code_verifier", &pkce.verifier),
+        ],
     )
     .await;
     assert_eq!(status, 200, "{tokens}");
     assert_eq!(tokens["token_type"], "Bearer");
     let access = tokens["access_token"].as_str().unwrap();
-    let claims: Value = serde_json::from_slice(&URL_SAFE_NO_PAD.decode(access.split('.').nth(1).unwrap()).unwrap()).unwrap();
+    let claims: Value = serde_json::from_slice(
+        &URL_SAFE_NO_PAD
+            .decode(access.split('.').nth(1).unwrap())
+            .unwrap(),
+    )
+    .unwrap();
     assert_eq!(claims["sub"], "operator");
     assert_eq!(claims["aud"], app.settings.gateway_resource());
     assert_eq!(claims["iss"], app.url);
     assert_eq!(claims["roles"], serde_json::json!(["OPERATOR"]));
     assert!(claims["jti"].is_string() && claims["exp"].as_i64() > claims["iat"].as_i64());
     let id_token = tokens["id_token"].as_str().unwrap();
-    let id_claims: Value = serde_json::from_slice(&URL_SAFE_NO_PAD.decode(id_token.split('.').nth(1).unwrap()).unwrap()).unwrap();
+    let id_claims: Value = serde_json::from_slice(
+        &URL_SAFE_NO_PAD
+            .decode(id_token.split('.').nth(1).unwrap())
+            .unwrap(),
+    )
+    .unwrap();
     assert_eq!(id_claims["aud"], WEB);
     assert_eq!(id_claims["nonce"], "n-456");
 
@@ -166,31 +224,80 @@ async fn authorization_code_with_pkce_then_refresh_rotation_and_reuse_revocation
 
     // Rotation: each refresh gives a new refresh token.
     let first = tokens["refresh_token"].as_str().unwrap().to_owned();
-    let (status, refreshed) = token_request(&app, &[("grant_type", "refresh_token"), ("client_id", WEB), ("refresh_token", &first)]).await;
+    let (status, refreshed) = token_request(
+        &app,
+        &[
+            ("grant_type", "refresh_token"),
+            ("client_id", WEB),
+            ("refresh_token", &first),
+        ],
+    )
+    .await;
     assert_eq!(status, 200, "{refreshed}");
     let second = refreshed["refresh_token"].as_str().unwrap().to_owned();
     assert_ne!(first, second);
 
     // Presenting the spent one again revokes the whole family, the new one included.
-    let (status, reuse) = token_request(&app, &[("grant_type", "refresh_token"), ("client_id", WEB), ("refresh_token", &first)]).await;
+    let (status, reuse) = token_request(
+        &app,
+        &[
+            ("grant_type", "refresh_token"),
+            ("client_id", WEB),
+            ("refresh_token", &first),
+        ],
+    )
+    .await;
     assert_eq!(status, 400);
     assert_eq!(reuse["error"], "invalid_grant");
-    assert!(reuse["error_description"].as_str().unwrap().contains("revoked"));
-    let (status, after) = token_request(&app, &[("grant_type", "refresh_token"), ("client_id", WEB), ("refresh_token", &second)]).await;
+    assert!(
+        reuse["error_description"]
+            .as_str()
+            .unwrap()
+            .contains("revoked")
+    );
+    let (status, after) = token_request(
+        &app,
+        &[
+            ("grant_type", "refresh_token"),
+            ("client_id", WEB),
+            ("refresh_token", &second),
+        ],
+    )
+    .await;
     assert_eq!(status, 400, "{after}");
     assert_eq!(after["error"], "invalid_grant");
 
     // Replaying a code fails, and revokes the refresh token it was exchanged for.
     let pkce = self::pkce();
     let (code, _) = code_from(&sign_in(&app, &browser, &pkce, "operator", &password).await);
-    let exchange = [("grant_type", "authorization_code"), ("client_id", WEB), ("code", &code), ("redirect_uri", &redirect), ("code_verifier", &pkce.verifier)];
+    let exchange = [
+        ("grant_type", "authorization_code"),
+        ("client_id", WEB),
+        ("code", &code),
+        ("redirect_uri", &redirect),
+        ("code_verifier", &pkce.verifier),
+    ];
     let (status, tokens) = token_request(&app, &exchange).await;
     assert_eq!(status, 200, "{tokens}");
     let (status, body) = token_request(&app, &exchange).await;
-    assert_eq!((status, body["error"].as_str()), (400, Some("invalid_grant")));
+    assert_eq!(
+        (status, body["error"].as_str()),
+        (400, Some("invalid_grant"))
+    );
     let refresh = tokens["refresh_token"].as_str().unwrap();
-    let (status, body) = token_request(&app, &[("grant_type", "refresh_token"), ("client_id", WEB), ("refresh_token", refresh)]).await;
-    assert_eq!((status, body["error"].as_str()), (400, Some("invalid_grant")));
+    let (status, body) = token_request(
+        &app,
+        &[
+            ("grant_type", "refresh_token"),
+            ("client_id", WEB),
+            ("refresh_token", refresh),
+        ],
+    )
+    .await;
+    assert_eq!(
+        (status, body["error"].as_str()),
+        (400, Some("invalid_grant"))
+    );
     app.stop().await;
 }
 
@@ -200,7 +307,10 @@ async fn the_authorize_endpoint_checks_its_request() {
     let browser = browser();
     let redirect = redirect_uri(&app);
     let authorize = |params: Vec<(&'static str, String)>| {
-        browser.get(format!("{}/oauth2/authorize", app.url)).query(&params).send()
+        browser
+            .get(format!("{}/oauth2/authorize", app.url))
+            .query(&params)
+            .send()
     };
     let challenge = pkce().challenge;
 
@@ -215,17 +325,59 @@ async fn the_authorize_endpoint_checks_its_request() {
     .await
     .unwrap();
     assert_eq!(response.status(), 400);
-    assert!(response.text().await.unwrap().contains("not a registered redirect URI"));
+    assert!(
+        response
+            .text()
+            .await
+            .unwrap()
+            .contains("not a registered redirect URI")
+    );
 
     // Other errors go back to the client with state.
     for (params, error) in [
-        (vec![("code_challenge", challenge.clone()), ("code_challenge_method", "S256".to_owned())], "unsupported_response_type"),
-        (vec![("response_type", "code".to_owned())], "invalid_request"),
-        (vec![("response_type", "code".to_owned()), ("code_challenge", challenge.clone()), ("code_challenge_method", "plain".to_owned())], "invalid_request"),
-        (vec![("response_type", "code".to_owned()), ("code_challenge", challenge.clone()), ("code_challenge_method", "S256".to_owned()), ("scope", "backend.write".to_owned())], "invalid_scope"),
-        (vec![("response_type", "code".to_owned()), ("code_challenge", challenge.clone()), ("code_challenge_method", "S256".to_owned()), ("resource", "http://elsewhere.example".to_owned())], "invalid_target"),
+        (
+            vec![
+                ("code_challenge", challenge.clone()),
+                ("code_challenge_method", "S256".to_owned()),
+            ],
+            "unsupported_response_type",
+        ),
+        (
+            vec![("response_type", "code".to_owned())],
+            "invalid_request",
+        ),
+        (
+            vec![
+                ("response_type", "code".to_owned()),
+                ("code_challenge", challenge.clone()),
+                ("code_challenge_method", "plain".to_owned()),
+            ],
+            "invalid_request",
+        ),
+        (
+            vec![
+                ("response_type", "code".to_owned()),
+                ("code_challenge", challenge.clone()),
+                ("code_challenge_method", "S256".to_owned()),
+                ("scope", "backend.write".to_owned()),
+            ],
+            "invalid_scope",
+        ),
+        (
+            vec![
+                ("response_type", "code".to_owned()),
+                ("code_challenge", challenge.clone()),
+                ("code_challenge_method", "S256".to_owned()),
+                ("resource", "http://elsewhere.example".to_owned()),
+            ],
+            "invalid_target",
+        ),
     ] {
-        let mut all: Vec<(&'static str, String)> = vec![("client_id", WEB.into()), ("redirect_uri", redirect.clone()), ("state", "st".into())];
+        let mut all: Vec<(&'static str, String)> = vec![
+            ("client_id", WEB.into()),
+            ("redirect_uri", redirect.clone()),
+            ("state", "st".into()),
+        ];
         all.extend(params);
         let response = authorize(all).await.unwrap();
         assert_eq!(response.status(), 303, "{error}");
@@ -250,7 +402,10 @@ async fn the_authorize_endpoint_checks_its_request() {
             ("code_challenge_method", "S256"),
             ("csrf_token", "forged"),
             ("username", "admin"),
-            ("password", app.credentials().users["admin"].password.as_str()),
+            (
+                "password",
+                app.credentials().users["admin"].password.as_str(),
+            ),
         ])
         .send()
         .await
@@ -266,9 +421,17 @@ async fn login_attempts_are_rate_limited() {
     let pkce = pkce();
     let mut statuses = Vec::new();
     for _ in 0..8 {
-        statuses.push(sign_in(&app, &browser, &pkce, "admin", "guess").await.status().as_u16());
+        statuses.push(
+            sign_in(&app, &browser, &pkce, "admin", "guess")
+                .await
+                .status()
+                .as_u16(),
+        );
     }
-    assert!(statuses.starts_with(&[401, 401, 401, 401, 401]), "{statuses:?}");
+    assert!(
+        statuses.starts_with(&[401, 401, 401, 401, 401]),
+        "{statuses:?}"
+    );
     assert_eq!(statuses.last(), Some(&429), "{statuses:?}");
     app.stop().await;
 }
@@ -286,27 +449,59 @@ async fn clients_get_only_what_they_are_registered_for() {
         .await
         .unwrap();
     assert_eq!(discovery["issuer"], app.url);
-    assert_eq!(discovery["code_challenge_methods_supported"], serde_json::json!(["S256"]));
+    assert_eq!(
+        discovery["code_challenge_methods_supported"],
+        serde_json::json!(["S256"])
+    );
     let metadata: Value = app
         .http
-        .get(format!("{}/.well-known/oauth-authorization-server", app.url))
+        .get(format!(
+            "{}/.well-known/oauth-authorization-server",
+            app.url
+        ))
         .send()
         .await
         .unwrap()
         .json()
         .await
         .unwrap();
-    assert_eq!(metadata["token_endpoint"], format!("{}/oauth2/token", app.url));
-    let jwks: Value = app.http.get(format!("{}/oauth2/jwks", app.url)).send().await.unwrap().json().await.unwrap();
+    assert_eq!(
+        metadata["token_endpoint"],
+        format!("{}/oauth2/token", app.url)
+    );
+    let jwks: Value = app
+        .http
+        .get(format!("{}/oauth2/jwks", app.url))
+        .send()
+        .await
+        .unwrap()
+        .json()
+        .await
+        .unwrap();
     assert_eq!(jwks["keys"][0]["kty"], "OKP");
     assert!(jwks["keys"][0]["kid"].is_string());
     assert!(jwks["keys"][0].get("d").is_none(), "never the private key");
 
-    let (status, body) = app.try_token("maitred-mcp", &[("scope", "mcp.write")]).await;
-    assert_eq!((status, body["error"].as_str()), (400, Some("invalid_scope")));
-    let (status, body) = app.try_token("maitred-mcp", &[("resource", &app.settings.mcp_resource())]).await;
-    assert_eq!((status, body["error"].as_str()), (400, Some("invalid_target")));
-    let (status, body) = app.try_token("maitred-cli", &[("resource", &app.settings.gateway_resource())]).await;
+    let (status, body) = app
+        .try_token("maitred-mcp", &[("scope", "mcp.write")])
+        .await;
+    assert_eq!(
+        (status, body["error"].as_str()),
+        (400, Some("invalid_scope"))
+    );
+    let (status, body) = app
+        .try_token("maitred-mcp", &[("resource", &app.settings.mcp_resource())])
+        .await;
+    assert_eq!(
+        (status, body["error"].as_str()),
+        (400, Some("invalid_target"))
+    );
+    let (status, body) = app
+        .try_token(
+            "maitred-cli",
+            &[("resource", &app.settings.gateway_resource())],
+        )
+        .await;
     assert_eq!(status, 200, "{body}");
     assert_eq!(body["scope"], "chat.read chat.write");
 
@@ -314,7 +509,11 @@ async fn clients_get_only_what_they_are_registered_for() {
     let post = app
         .http
         .post(format!("{}/oauth2/token", app.url))
-        .form(&[("grant_type", "client_credentials"), ("client_id", "maitred-cli"), ("client_secret", &app.secret("maitred-cli"))])
+        .form(&[
+            ("grant_type", "client_credentials"),
+            ("client_id", "maitred-cli"),
+            ("client_secret", &app.secret("maitred-cli")),
+        ])
         .send()
         .await
         .unwrap();
@@ -328,17 +527,57 @@ async fn clients_get_only_what_they_are_registered_for() {
         .await
         .unwrap();
     assert_eq!(wrong.status(), 401);
-    assert!(wrong.headers()["www-authenticate"].to_str().unwrap().starts_with("Basic"));
-    assert_eq!(wrong.json::<Value>().await.unwrap()["error"], "invalid_client");
+    assert!(
+        wrong.headers()["www-authenticate"]
+            .to_str()
+            .unwrap()
+            .starts_with("Basic")
+    );
+    assert_eq!(
+        wrong.json::<Value>().await.unwrap()["error"],
+        "invalid_client"
+    );
 
     // The public web client cannot use client credentials; unknown grants are named.
-    let (status, body) = token_request(&app, &[("grant_type", "client_credentials"), ("client_id", WEB)]).await;
-    assert_eq!((status, body["error"].as_str()), (400, Some("unauthorized_client")));
-    let (status, body) = token_request(&app, &[("grant_type", "password"), ("client_id", WEB)]).await;
-    assert_eq!((status, body["error"].as_str()), (400, Some("unsupported_grant_type")));
-    let (status, body) = token_request(&app, &[("grant_type", "client_credentials"), ("client_id", "nobody")]).await;
-    assert_eq!((status, body["error"].as_str()), (401, Some("invalid_client")));
-    let (status, body) = token_request(&app, &[("grant_type", "refresh_token"), ("grant_type", "refresh_token"), ("client_id", WEB)]).await;
-    assert_eq!((status, body["error"].as_str()), (400, Some("invalid_request")));
+    let (status, body) = token_request(
+        &app,
+        &[("grant_type", "client_credentials"), ("client_id", WEB)],
+    )
+    .await;
+    assert_eq!(
+        (status, body["error"].as_str()),
+        (400, Some("unauthorized_client"))
+    );
+    let (status, body) =
+        token_request(&app, &[("grant_type", "password"), ("client_id", WEB)]).await;
+    assert_eq!(
+        (status, body["error"].as_str()),
+        (400, Some("unsupported_grant_type"))
+    );
+    let (status, body) = token_request(
+        &app,
+        &[
+            ("grant_type", "client_credentials"),
+            ("client_id", "nobody"),
+        ],
+    )
+    .await;
+    assert_eq!(
+        (status, body["error"].as_str()),
+        (401, Some("invalid_client"))
+    );
+    let (status, body) = token_request(
+        &app,
+        &[
+            ("grant_type", "refresh_token"),
+            ("grant_type", "refresh_token"),
+            ("client_id", WEB),
+        ],
+    )
+    .await;
+    assert_eq!(
+        (status, body["error"].as_str()),
+        (400, Some("invalid_request"))
+    );
     app.stop().await;
 }

@@ -17,7 +17,12 @@ async fn tokens_and_data_survive_a_restart(db: &Database) {
     } else {
         date
     };
-    let times = app.get_json(&format!("/bookings/available-times?date={date}&people=2"), &token).await;
+    let times = app
+        .get_json(
+            &format!("/bookings/available-times?date={date}&people=2"),
+            &token,
+        )
+        .await;
     let time = times[0].as_str().unwrap().to_owned();
     let created: Value = app
         .post_json(
@@ -30,13 +35,26 @@ async fn tokens_and_data_survive_a_restart(db: &Database) {
         .await
         .unwrap();
     let id = created["_id"].as_str().unwrap().to_owned();
-    let customers_before = app.get_json("/customers", &token).await.as_array().unwrap().len();
+    let customers_before = app
+        .get_json("/customers", &token)
+        .await
+        .as_array()
+        .unwrap()
+        .len();
 
     let app = app.restart().await;
     assert_eq!(app.secret("maitred-cli"), secret, "dev secrets are kept");
     let booking = app.get_json(&format!("/bookings/{id}"), &token).await;
     assert_eq!(booking["guest"]["name"], "Persistent Pat");
-    let customers_after = app.get_json("/customers", &token).await.as_array().unwrap().len();
-    assert_eq!(customers_before, customers_after, "no reseeding over existing data");
+    let customers_after = app
+        .get_json("/customers", &token)
+        .await
+        .as_array()
+        .unwrap()
+        .len();
+    assert_eq!(
+        customers_before, customers_after,
+        "no reseeding over existing data"
+    );
     app.stop().await;
 }

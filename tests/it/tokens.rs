@@ -9,12 +9,17 @@ use crate::helpers::{Database, TestApp};
 
 /// The issuer's own private key and kid, read from its database.
 async fn signing_key(app: &TestApp) -> (String, EncodingKey, String) {
-    let (kid, private, public): (String, String, String) =
-        sqlx::query_as("SELECT kid, private_key, public_key FROM signing_keys ORDER BY created_at LIMIT 1")
-            .fetch_one(app.db.pool())
-            .await
-            .unwrap();
-    (kid, EncodingKey::from_ed_der(&STANDARD.decode(private).unwrap()), public)
+    let (kid, private, public): (String, String, String) = sqlx::query_as(
+        "SELECT kid, private_key, public_key FROM signing_keys ORDER BY created_at LIMIT 1",
+    )
+    .fetch_one(app.db.pool())
+    .await
+    .unwrap();
+    (
+        kid,
+        EncodingKey::from_ed_der(&STANDARD.decode(private).unwrap()),
+        public,
+    )
 }
 
 fn claims(app: &TestApp, overrides: Value) -> Value {
@@ -49,34 +54,63 @@ async fn forged_expired_and_misdirected_tokens_are_rejected() {
     let sign = |claims: &Value| jsonwebtoken::encode(&header, claims, &key).unwrap();
 
     // Sanity: a correctly made token passes, so the rejections below are about one thing each.
-    assert_eq!(status_with(&app, &sign(&claims(&app, json!({})))).await.0, 200);
+    assert_eq!(
+        status_with(&app, &sign(&claims(&app, json!({})))).await.0,
+        200
+    );
 
     let now = chrono::Utc::now().timestamp();
     let cases = [
-        ("expired", sign(&claims(&app, json!({ "exp": now - 120, "iat": now - 1000 })))),
-        ("not yet valid", sign(&claims(&app, json!({ "nbf": now + 600 })))),
-        ("wrong issuer", sign(&claims(&app, json!({ "iss": "http://evil.example" })))),
-        ("wrong audience", sign(&claims(&app, json!({ "aud": app.settings.mcp_resource() })))),
+        (
+            "expired",
+            sign(&claims(
+                &app,
+                json!({ "exp": now - 120, "iat": now - 1000 }),
+            )),
+        ),
+        (
+            "not yet valid",
+            sign(&claims(&app, json!({ "nbf": now + 600 }))),
+        ),
+        (
+            "wrong issuer",
+            sign(&claims(&app, json!({ "iss": "http://evil.example" }))),
+        ),
+        (
+            "wrong audience",
+            sign(&claims(&app, json!({ "aud": app.settings.mcp_resource() }))),
+        ),
         ("no audience", {
             let mut c = claims(&app, json!({}));
             c.as_object_mut().unwrap().remove("aud");
             sign(&c)
         }),
         ("alg none", {
-            let head = URL_SAFE_NO_PAD.encode(json!({ "alg": "none", "typ": "JWT", "kid": kid }).to_string());
+            let head = URL_SAFE_NO_PAD
+                .encode(json!({ "alg": "none", "typ": "JWT", "kid": kid }).to_string());
             let body = URL_SAFE_NO_PAD.encode(claims(&app, json!({})).to_string());
             format!("{head}.{body}.")
         }),
         ("HS256 keyed with the public key", {
             let mut hs = Header::new(Algorithm::HS256);
             hs.kid = Some(kid.clone());
-            jsonwebtoken::encode(&hs, &claims(&app, json!({})), &EncodingKey::from_secret(public.as_bytes())).unwrap()
+            jsonwebtoken::encode(
+                &hs,
+                &claims(&app, json!({})),
+                &EncodingKey::from_secret(public.as_bytes()),
+            )
+            .unwrap()
         }),
         ("HS256 keyed with the raw public key", {
             let mut hs = Header::new(Algorithm::HS256);
             hs.kid = Some(kid.clone());
             let raw = URL_SAFE_NO_PAD.decode(&public).unwrap();
-            jsonwebtoken::encode(&hs, &claims(&app, json!({})), &EncodingKey::from_secret(&raw)).unwrap()
+            jsonwebtoken::encode(
+                &hs,
+                &claims(&app, json!({})),
+                &EncodingKey::from_secret(&raw),
+            )
+            .unwrap()
         }),
         ("tampered payload", {
             let token = sign(&claims(&app, json!({})));
@@ -94,7 +128,10 @@ async fn forged_expired_and_misdirected_tokens_are_rejected() {
     for (what, token) in cases {
         let (status, challenge) = status_with(&app, &token).await;
         assert_eq!(status, 401, "{what} was accepted");
-        assert!(challenge.contains("error=\"invalid_token\""), "{what}: {challenge}");
+        assert!(
+            challenge.contains("error=\"invalid_token\""),
+            "{what}: {challenge}"
+        );
     }
 
     // A real token for another service: the gateway's token is for the MCP server.
