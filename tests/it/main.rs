@@ -1,6 +1,8 @@
 //! The one integration test binary: every role started in-process on port 0 and
 //! driven over real HTTP with real tokens, on SQLite and on PostgreSQL.
 
+#![allow(clippy::unwrap_used, clippy::expect_used)]
+
 mod helpers;
 
 mod api;
