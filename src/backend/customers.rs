@@ -6,11 +6,21 @@ use sqlx::FromRow;
 
 use super::error::ApiError;
 use super::extract::ApiQuery;
-use super::list::{Conditions, ListParams, bind_all};
+use super::list::{Conditions, ListParams, Listing, with_total};
 use super::model::Customer;
-use super::{BackendState, Json, Reader, resources, with_total};
+use super::{BackendState, Json, Reader, resources};
 
 pub const COLUMNS: &str = "c.id, c.name, c.email, c.phone, c.created_at, c.last_booking_at, c.booking_count, c.total_spent, c.metadata";
+
+const LISTING: Listing = Listing {
+    name: "customer",
+    resource: &resources::CUSTOMERS,
+    columns: COLUMNS,
+    from: "FROM customers c",
+    id_column: "c.id",
+    default_order: "c.created_at DESC",
+    tiebreaker: "c.id ASC",
+};
 
 #[derive(FromRow)]
 pub struct CustomerRow {
@@ -55,20 +65,9 @@ pub async fn list(
     State(state): State<BackendState>,
     ApiQuery(params): ApiQuery<ListParams>,
 ) -> Result<(HeaderMap, Json<Vec<Customer>>), ApiError> {
-    let from = "FROM customers c";
-    let list = params.resolve(
-        &resources::CUSTOMERS,
-        Conditions::default(),
-        "c.created_at DESC",
-        "c.id ASC",
-    )?;
-    let rows = bind_all(
-        sqlx::query_as::<_, CustomerRow>(sqlx::AssertSqlSafe(list.page_sql(COLUMNS, from))),
-        &list.page_binds(),
-    )
-    .fetch_all(state.db.pool())
-    .await?;
-    let total = super::count(&state.db, &list, from).await?;
+    let (total, rows) = LISTING
+        .page::<CustomerRow>(&state.db, &params, Conditions::default())
+        .await?;
     Ok(with_total(
         total,
         rows.into_iter().map(Customer::from).collect(),
@@ -88,12 +87,7 @@ pub async fn get(
     State(state): State<BackendState>,
     Path(id): Path<String>,
 ) -> Result<Json<Customer>, ApiError> {
-    let row = sqlx::query_as::<_, CustomerRow>(sqlx::AssertSqlSafe(format!(
-        "SELECT {COLUMNS} FROM customers c WHERE c.id = $1"
-    )))
-    .bind(&id)
-    .fetch_optional(state.db.pool())
-    .await?
-    .ok_or_else(|| ApiError::not_found("customer", id))?;
-    Ok(Json(row.into()))
+    Ok(Json(
+        LISTING.one::<CustomerRow>(&state.db, &id).await?.into(),
+    ))
 }

@@ -6,14 +6,24 @@ use sqlx::FromRow;
 
 use super::error::ApiError;
 use super::extract::ApiQuery;
-use super::list::{Conditions, ListParams, bind_all};
+use super::list::{Conditions, ListParams, Listing, with_total};
 use super::model::{Customer, Feedback};
-use super::{BackendState, Json, Reader, resources, with_total};
+use super::{BackendState, Json, Reader, resources};
 
 const COLUMNS: &str = "f.id, f.booking_id, f.rating, f.comment, f.created_at, f.is_public, \
     c.id AS c_id, c.name AS c_name, c.email AS c_email, c.phone AS c_phone, c.created_at AS c_created_at, \
     c.last_booking_at AS c_last_booking_at, c.booking_count AS c_booking_count, c.total_spent AS c_total_spent, c.metadata AS c_metadata";
 const FROM: &str = "FROM feedback f LEFT JOIN customers c ON c.id = f.customer_id";
+
+const LISTING: Listing = Listing {
+    name: "feedback",
+    resource: &resources::FEEDBACK,
+    columns: COLUMNS,
+    from: FROM,
+    id_column: "f.id",
+    default_order: "f.created_at DESC",
+    tiebreaker: "f.id ASC",
+};
 
 #[derive(FromRow)]
 struct FeedbackRow {
@@ -72,19 +82,9 @@ pub async fn list(
     State(state): State<BackendState>,
     ApiQuery(params): ApiQuery<ListParams>,
 ) -> Result<(HeaderMap, Json<Vec<Feedback>>), ApiError> {
-    let list = params.resolve(
-        &resources::FEEDBACK,
-        Conditions::default(),
-        "f.created_at DESC",
-        "f.id ASC",
-    )?;
-    let rows = bind_all(
-        sqlx::query_as::<_, FeedbackRow>(sqlx::AssertSqlSafe(list.page_sql(COLUMNS, FROM))),
-        &list.page_binds(),
-    )
-    .fetch_all(state.db.pool())
-    .await?;
-    let total = super::count(&state.db, &list, FROM).await?;
+    let (total, rows) = LISTING
+        .page::<FeedbackRow>(&state.db, &params, Conditions::default())
+        .await?;
     Ok(with_total(
         total,
         rows.into_iter().map(Feedback::from).collect(),
@@ -104,12 +104,7 @@ pub async fn get(
     State(state): State<BackendState>,
     Path(id): Path<String>,
 ) -> Result<Json<Feedback>, ApiError> {
-    let row = sqlx::query_as::<_, FeedbackRow>(sqlx::AssertSqlSafe(format!(
-        "SELECT {COLUMNS} {FROM} WHERE f.id = $1"
-    )))
-    .bind(&id)
-    .fetch_optional(state.db.pool())
-    .await?
-    .ok_or_else(|| ApiError::not_found("feedback", id))?;
-    Ok(Json(row.into()))
+    Ok(Json(
+        LISTING.one::<FeedbackRow>(&state.db, &id).await?.into(),
+    ))
 }

@@ -2,13 +2,16 @@
 //! and the WHERE clause they build, fixed conditions and client filter alike bound
 //! as parameters.
 
+use axum::Json;
+use axum::http::{HeaderMap, HeaderValue};
 use serde::Deserialize;
-use sqlx::Any;
-use sqlx::any::AnyArguments;
+use sqlx::any::{AnyArguments, AnyRow};
+use sqlx::{Any, FromRow};
 use utoipa::IntoParams;
 
 use super::error::ApiError;
 use super::query::{self, BindValue, QueryError, Resource};
+use crate::db::Db;
 
 pub const MAX_LIMIT: i64 = 100;
 
@@ -150,6 +153,73 @@ impl ListQuery {
         binds.push(BindValue::Int(self.skip));
         binds
     }
+}
+
+/// How one resource is read: its columns and tables, its filter whitelist, its order.
+pub struct Listing {
+    /// For "… not found" messages.
+    pub name: &'static str,
+    pub resource: &'static Resource,
+    pub columns: &'static str,
+    pub from: &'static str,
+    pub id_column: &'static str,
+    pub default_order: &'static str,
+    /// The last ORDER BY item, unique, so pages never overlap.
+    pub tiebreaker: &'static str,
+}
+
+impl Listing {
+    /// A page of rows, and how many rows match the filter in all.
+    pub async fn page<R>(
+        &self,
+        db: &Db,
+        params: &ListParams,
+        conditions: Conditions,
+    ) -> Result<(i64, Vec<R>), ApiError>
+    where
+        R: for<'r> FromRow<'r, AnyRow> + Send + Unpin,
+    {
+        let list = params.resolve(
+            self.resource,
+            conditions,
+            self.default_order,
+            self.tiebreaker,
+        )?;
+        let rows = bind_all(
+            sqlx::query_as::<_, R>(sqlx::AssertSqlSafe(list.page_sql(self.columns, self.from))),
+            &list.page_binds(),
+        )
+        .fetch_all(db.pool())
+        .await?;
+        let (total,): (i64,) = bind_all(
+            sqlx::query_as(sqlx::AssertSqlSafe(list.count_sql(self.from))),
+            list.conditions.binds(),
+        )
+        .fetch_one(db.pool())
+        .await?;
+        Ok((total, rows))
+    }
+
+    pub async fn one<R>(&self, db: &Db, id: &str) -> Result<R, ApiError>
+    where
+        R: for<'r> FromRow<'r, AnyRow> + Send + Unpin,
+    {
+        sqlx::query_as::<_, R>(sqlx::AssertSqlSafe(format!(
+            "SELECT {} {} WHERE {} = $1",
+            self.columns, self.from, self.id_column
+        )))
+        .bind(id)
+        .fetch_optional(db.pool())
+        .await?
+        .ok_or_else(|| ApiError::not_found(self.name, id))
+    }
+}
+
+/// A list response: the items, with the number matching in `X-Total-Count`.
+pub fn with_total<T>(total: i64, items: T) -> (HeaderMap, Json<T>) {
+    let mut headers = HeaderMap::new();
+    headers.insert("x-total-count", HeaderValue::from(total));
+    (headers, Json(items))
 }
 
 pub fn bind_all<'q, O>(

@@ -19,7 +19,6 @@ use std::sync::Arc;
 
 use axum::extract::FromRef;
 use axum::extract::{DefaultBodyLimit, Request};
-use axum::http::{HeaderMap, HeaderValue};
 use axum::middleware::{self, Next};
 use axum::routing::get;
 use serde::Serialize;
@@ -35,7 +34,6 @@ use crate::auth::{RequiredScope, Scoped, TokenVerifier};
 use crate::config::API_PREFIX;
 use crate::db::Db;
 use extract::BodyLimit;
-use list::ListQuery;
 
 pub use axum::Json;
 
@@ -167,21 +165,4 @@ pub fn router(state: BackendState, body_limit: usize) -> axum::Router {
 
 pub(crate) fn parse_metadata(text: Option<&str>) -> Option<serde_json::Value> {
     text.and_then(|t| serde_json::from_str(t).ok())
-}
-
-/// How many rows match a list's filter, for `X-Total-Count`.
-pub(crate) async fn count(db: &Db, list: &ListQuery, from: &str) -> Result<i64, ApiError> {
-    let (total,): (i64,) = list::bind_all(
-        sqlx::query_as(sqlx::AssertSqlSafe(list.count_sql(from))),
-        list.conditions.binds(),
-    )
-    .fetch_one(db.pool())
-    .await?;
-    Ok(total)
-}
-
-pub(crate) fn with_total<T>(total: i64, items: T) -> (HeaderMap, Json<T>) {
-    let mut headers = HeaderMap::new();
-    headers.insert("x-total-count", HeaderValue::from(total));
-    (headers, Json(items))
 }

@@ -6,13 +6,23 @@ use sqlx::FromRow;
 
 use super::error::ApiError;
 use super::extract::ApiQuery;
-use super::list::{Conditions, ListParams, bind_all};
+use super::list::{Conditions, ListParams, Listing, with_total};
 use super::model::OpeningHours;
-use super::{BackendState, Json, Reader, resources, with_total};
+use super::{BackendState, Json, Reader, resources};
 
 const COLUMNS: &str =
     "o.id, o.name, o.date, o.opens, o.closes, o.is_open, o.max_people, o.metadata";
 const FROM: &str = "FROM opening_hours o";
+
+const LISTING: Listing = Listing {
+    name: "opening hours",
+    resource: &resources::OPENING_HOURS,
+    columns: COLUMNS,
+    from: FROM,
+    id_column: "o.id",
+    default_order: "o.date ASC, o.opens ASC",
+    tiebreaker: "o.id ASC",
+};
 
 #[derive(FromRow)]
 struct OpeningHoursRow {
@@ -54,19 +64,9 @@ pub async fn list(
     State(state): State<BackendState>,
     ApiQuery(params): ApiQuery<ListParams>,
 ) -> Result<(HeaderMap, Json<Vec<OpeningHours>>), ApiError> {
-    let list = params.resolve(
-        &resources::OPENING_HOURS,
-        Conditions::default(),
-        "o.date ASC, o.opens ASC",
-        "o.id ASC",
-    )?;
-    let rows = bind_all(
-        sqlx::query_as::<_, OpeningHoursRow>(sqlx::AssertSqlSafe(list.page_sql(COLUMNS, FROM))),
-        &list.page_binds(),
-    )
-    .fetch_all(state.db.pool())
-    .await?;
-    let total = super::count(&state.db, &list, FROM).await?;
+    let (total, rows) = LISTING
+        .page::<OpeningHoursRow>(&state.db, &params, Conditions::default())
+        .await?;
     Ok(with_total(
         total,
         rows.into_iter().map(OpeningHours::from).collect(),
@@ -86,12 +86,7 @@ pub async fn get(
     State(state): State<BackendState>,
     Path(id): Path<String>,
 ) -> Result<Json<OpeningHours>, ApiError> {
-    let row = sqlx::query_as::<_, OpeningHoursRow>(sqlx::AssertSqlSafe(format!(
-        "SELECT {COLUMNS} {FROM} WHERE o.id = $1"
-    )))
-    .bind(&id)
-    .fetch_optional(state.db.pool())
-    .await?
-    .ok_or_else(|| ApiError::not_found("opening hours", id))?;
-    Ok(Json(row.into()))
+    Ok(Json(
+        LISTING.one::<OpeningHoursRow>(&state.db, &id).await?.into(),
+    ))
 }

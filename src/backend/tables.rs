@@ -6,13 +6,23 @@ use sqlx::FromRow;
 
 use super::error::ApiError;
 use super::extract::ApiQuery;
-use super::list::{Conditions, ListParams, bind_all};
+use super::list::{Conditions, ListParams, Listing, with_total};
 use super::model::{Area, Table};
-use super::{BackendState, Json, Reader, resources, with_total};
+use super::{BackendState, Json, Reader, resources};
 
 pub const COLUMNS: &str = "t.id, t.name, t.seats_min, t.seats_max, t.internal_note, \
     a.id AS area_id, a.name AS area_name, a.internal_note AS area_internal_note, a.booking_priority AS area_booking_priority";
 pub const FROM: &str = "FROM dining_tables t JOIN areas a ON a.id = t.area_id";
+
+const LISTING: Listing = Listing {
+    name: "table",
+    resource: &resources::TABLES,
+    columns: COLUMNS,
+    from: FROM,
+    id_column: "t.id",
+    default_order: "a.booking_priority DESC, t.name ASC",
+    tiebreaker: "t.id ASC",
+};
 
 #[derive(FromRow, Clone)]
 pub struct TableRow {
@@ -58,19 +68,9 @@ pub async fn list(
     State(state): State<BackendState>,
     ApiQuery(params): ApiQuery<ListParams>,
 ) -> Result<(HeaderMap, Json<Vec<Table>>), ApiError> {
-    let list = params.resolve(
-        &resources::TABLES,
-        Conditions::default(),
-        "a.booking_priority DESC, t.name ASC",
-        "t.id ASC",
-    )?;
-    let rows = bind_all(
-        sqlx::query_as::<_, TableRow>(sqlx::AssertSqlSafe(list.page_sql(COLUMNS, FROM))),
-        &list.page_binds(),
-    )
-    .fetch_all(state.db.pool())
-    .await?;
-    let total = super::count(&state.db, &list, FROM).await?;
+    let (total, rows) = LISTING
+        .page::<TableRow>(&state.db, &params, Conditions::default())
+        .await?;
     Ok(with_total(
         total,
         rows.into_iter().map(Table::from).collect(),

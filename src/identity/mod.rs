@@ -23,6 +23,7 @@ use std::sync::Arc;
 use anyhow::Context;
 use axum::Router;
 use axum::routing::{get, post};
+use tower_http::csrf::CsrfLayer;
 
 pub use config::{ClientConfig, Grant, IdentityConfig, Role, UserConfig};
 pub use error::OAuthError;
@@ -116,7 +117,11 @@ pub fn router(identity: SharedIdentity) -> Router {
         .route("/oauth2/token", post(token_endpoint::token))
         .route(
             "/oauth2/authorize",
-            get(authorize::show_login).post(authorize::submit_login),
+            get(authorize::show_login)
+                .post(authorize::submit_login)
+                // Beside the form's own token: browsers' Sec-Fetch-Site and Origin
+                // headers refuse a cross-site login POST outright.
+                .layer(CsrfLayer::new()),
         )
         .route(
             "/userinfo",

@@ -57,3 +57,16 @@ pub fn audience(resources: &[&str], client: &Client) -> Result<String, OAuthErro
         _ => Err(OAuthError::invalid_target("ask for one resource per token")),
     }
 }
+
+/// Audience of a token from a stored grant: the one the grant was made for, unless
+/// the request names another the client may have.
+pub fn audience_or_granted(
+    resources: &[&str],
+    granted: Option<&str>,
+    client: &Client,
+) -> Result<String, OAuthError> {
+    match (resources, granted) {
+        ([], Some(granted)) => Ok(granted.to_owned()),
+        (requested, _) => audience(requested, client),
+    }
+}

@@ -223,11 +223,8 @@ async fn authorization_code(
         }
         (None, _) => {}
     }
-    let resources = params.all("resource");
-    let audience = match (resources.as_slice(), grant.resource.as_deref()) {
-        ([], Some(resource)) => resource.to_owned(),
-        (requested, _) => policy::audience(requested, client)?,
-    };
+    let audience =
+        policy::audience_or_granted(&params.all("resource"), grant.resource.as_deref(), client)?;
     let scopes: Vec<String> = grant.scope.split_whitespace().map(str::to_owned).collect();
     let user = identity
         .registry
@@ -314,10 +311,8 @@ async fn refresh_token(
     }
     let allowed: Vec<String> = grant.scope.split_whitespace().map(str::to_owned).collect();
     let scopes = policy::scopes_within(params.one("scope")?, &allowed, &client.id)?;
-    let audience = match (params.all("resource").as_slice(), grant.resource.as_deref()) {
-        ([], Some(resource)) => resource.to_owned(),
-        (requested, _) => policy::audience(requested, client)?,
-    };
+    let audience =
+        policy::audience_or_granted(&params.all("resource"), grant.resource.as_deref(), client)?;
     let user = identity
         .registry
         .user(&grant.subject)

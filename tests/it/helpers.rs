@@ -97,7 +97,7 @@ pub struct TestApp {
     server: JoinHandle<()>,
 }
 
-fn settings_for(data_dir: PathBuf, database_url: String, port: u16) -> Settings {
+pub fn settings_for(data_dir: PathBuf, database_url: String, port: u16) -> Settings {
     let url = format!("http://127.0.0.1:{port}");
     Settings {
         mode: Mode::Dev,

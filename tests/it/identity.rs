@@ -411,6 +411,17 @@ async fn the_authorize_endpoint_checks_its_request() {
         .await
         .unwrap();
     assert_eq!(response.status(), 403);
+
+    // A cross-site POST is refused by its Sec-Fetch-Site header alone.
+    let response = browser
+        .post(format!("{}/oauth2/authorize", app.url))
+        .header("sec-fetch-site", "cross-site")
+        .header("origin", "https://evil.example")
+        .form(&[("client_id", WEB), ("username", "admin"), ("password", "x")])
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(response.status(), 403);
     app.stop().await;
 }
 
@@ -580,4 +591,82 @@ async fn clients_get_only_what_they_are_registered_for() {
         (400, Some("invalid_request"))
     );
     app.stop().await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn production_mode_takes_its_identity_from_the_config_file_only() {
+    use maitred::cli::Mode;
+    use maitred::config::FileConfig;
+
+    // No configured users or clients: production refuses to start rather than invent them.
+    let data_dir = tempfile::tempdir().unwrap();
+    let mut settings = crate::helpers::TestApp::spawn(&Database::Sqlite)
+        .await
+        .settings
+        .clone();
+    settings.mode = Mode::Production;
+    settings.data_dir = data_dir.path().to_owned();
+    settings.database_url = maitred::config::sqlite_url(&data_dir.path().join("prod.db"));
+    let refused = settings.check().unwrap_err().to_string();
+    assert!(refused.contains("production mode"), "{refused}");
+    let db = maitred::app::prepare_database(&settings).await.unwrap();
+    let http = maitred::http_client::new().unwrap();
+    assert!(
+        maitred::app::backend_router(&settings, db.clone(), http.clone())
+            .await
+            .is_err()
+    );
+    assert!(
+        !data_dir.path().join("dev-credentials.json").exists(),
+        "no secrets generated"
+    );
+    let (customers,): (i64,) = sqlx::query_as("SELECT COUNT(*) FROM customers")
+        .fetch_one(db.pool())
+        .await
+        .unwrap();
+    assert_eq!(customers, 0, "production mode seeds nothing");
+
+    // With a config file, its users and clients are the identity.
+    use argon2::password_hash::PasswordHasher;
+    let hash = argon2::Argon2::default()
+        .hash_password(b"correct horse battery")
+        .unwrap()
+        .to_string();
+    let config = format!(
+        r#"
+        [[identity.users]]
+        username = "alice"
+        password_hash = "{hash}"
+        roles = ["ADMIN"]
+
+        [[identity.clients]]
+        id = "reporting"
+        secret = "a-long-enough-secret-value"
+        grants = ["client_credentials"]
+        scopes = ["backend.read"]
+        audiences = ["backend"]
+        "#
+    );
+    let path = data_dir.path().join("maitred.toml");
+    std::fs::write(&path, config).unwrap();
+    settings.file = FileConfig::load(&path).unwrap();
+    settings.check().unwrap();
+    assert!(
+        maitred::app::backend_router(&settings, db.clone(), http)
+            .await
+            .is_ok()
+    );
+
+    let too_short = "[[identity.clients]]\nid = \"x\"\nsecret = \"short\"\ngrants = [\"client_credentials\"]\nscopes = []\naudiences = [\"backend\"]\n";
+    std::fs::write(&path, too_short).unwrap();
+    settings.file = FileConfig::load(&path).unwrap();
+    let db2 = db.clone();
+    let error = maitred::app::backend_router(&settings, db2, maitred::http_client::new().unwrap())
+        .await
+        .err()
+        .unwrap();
+    assert!(format!("{error:#}").contains("at least 16"), "{error:#}");
+    std::fs::write(&path, "[identity]\nusers = 3\n").unwrap();
+    assert!(FileConfig::load(&path).is_err());
+    db.close().await;
 }

@@ -15,11 +15,21 @@ pub use input::{BookingPatchBody, NewBookingBody, TextBody};
 
 use super::error::ApiError;
 use super::extract::{ApiQuery, AppJson};
-use super::list::{Conditions, ListParams, bind_all};
+use super::list::{Conditions, ListParams, Listing, with_total};
 use super::model::Booking;
 use super::query::BindValue;
-use super::{BackendState, Json, Reader, Writer, resources, with_total};
+use super::{BackendState, Json, Reader, Writer, resources};
 use schedule::{DEFAULT_DURATION, DayPlan, format_minute_of_day, not_before};
+
+const LISTING: Listing = Listing {
+    name: "booking",
+    resource: &resources::BOOKINGS,
+    columns: read::COLUMNS,
+    from: read::FROM,
+    id_column: "b.id",
+    default_order: "b.date ASC, b.time ASC",
+    tiebreaker: "b.id ASC",
+};
 
 /// How far ahead availability is searched.
 const HORIZON_DAYS: i64 = 60;
@@ -82,24 +92,11 @@ pub async fn list(
     if params.only_confirmed == Some(true) {
         conditions.add_in("b.status", &["approved", "arrived", "seated", "left"]);
     }
-    let list = params.list().resolve(
-        &resources::BOOKINGS,
-        conditions,
-        "b.date ASC, b.time ASC",
-        "b.id ASC",
-    )?;
+    let (total, rows) = LISTING
+        .page::<read::BookingRow>(&state.db, &params.list(), conditions)
+        .await?;
     let mut conn = state.db.pool().acquire().await?;
-    let rows = bind_all(
-        sqlx::query_as::<_, read::BookingRow>(sqlx::AssertSqlSafe(
-            list.page_sql(read::COLUMNS, read::FROM),
-        )),
-        &list.page_binds(),
-    )
-    .fetch_all(&mut *conn)
-    .await?;
     let bookings = read::complete(&mut conn, rows).await?;
-    drop(conn);
-    let total = super::count(&state.db, &list, read::FROM).await?;
     Ok(with_total(total, bookings))
 }
 
@@ -209,15 +206,7 @@ pub async fn add_comment(
     Path(id): Path<String>,
     AppJson(body): AppJson<TextBody>,
 ) -> Result<Json<String>, ApiError> {
-    let text = body.validate()?;
-    let author = auth
-        .principal
-        .client_id
-        .as_deref()
-        .unwrap_or(&auth.principal.subject);
-    Ok(Json(
-        write::annotate(&state.db, &id, "comment", &text, author).await?,
-    ))
+    annotate(auth, state, id, body, "comment").await
 }
 
 /// Add an internal note to a booking
@@ -235,6 +224,17 @@ pub async fn add_note(
     Path(id): Path<String>,
     AppJson(body): AppJson<TextBody>,
 ) -> Result<Json<String>, ApiError> {
+    annotate(auth, state, id, body, "note").await
+}
+
+/// Comments and notes differ only in who sees them; the caller is the author.
+async fn annotate(
+    auth: Writer,
+    state: BackendState,
+    id: String,
+    body: TextBody,
+    kind: &str,
+) -> Result<Json<String>, ApiError> {
     let text = body.validate()?;
     let author = auth
         .principal
@@ -242,7 +242,7 @@ pub async fn add_note(
         .as_deref()
         .unwrap_or(&auth.principal.subject);
     Ok(Json(
-        write::annotate(&state.db, &id, "note", &text, author).await?,
+        write::annotate(&state.db, &id, kind, &text, author).await?,
     ))
 }
 
