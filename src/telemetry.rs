@@ -31,6 +31,7 @@ pub fn init(format: LogFormat) {
                     .json()
                     .flatten_event(true)
                     .with_current_span(true)
+                    .with_span_list(false)
                     .with_writer(std::io::stderr),
             )
             .try_init(),

@@ -37,10 +37,13 @@ impl Db {
         } else {
             anyhow::bail!("DATABASE_URL must start with sqlite: or postgres:");
         };
-        if kind == DbKind::Sqlite {
+        let url = if kind == DbKind::Sqlite {
             ensure_sqlite_parent_dir(url)?;
-        }
-        let options = AnyConnectOptions::from_str(url).context("parsing DATABASE_URL")?;
+            create_if_missing(url)
+        } else {
+            url.to_owned()
+        };
+        let options = AnyConnectOptions::from_str(&url).context("parsing DATABASE_URL")?;
         let pool_options = AnyPoolOptions::new()
             .max_connections(if kind == DbKind::Sqlite { 8 } else { 16 })
             .acquire_timeout(Duration::from_secs(10));
@@ -110,6 +113,17 @@ pub fn is_unique_violation(error: &sqlx::Error) -> bool {
     error
         .as_database_error()
         .is_some_and(|e| e.is_unique_violation())
+}
+
+/// A new SQLite file is created unless the URL says otherwise (`mode=ro`, `mode=rw`).
+fn create_if_missing(url: &str) -> String {
+    if url.contains("mode=") {
+        url.to_owned()
+    } else if url.contains('?') {
+        format!("{url}&mode=rwc")
+    } else {
+        format!("{url}?mode=rwc")
+    }
 }
 
 fn ensure_sqlite_parent_dir(url: &str) -> anyhow::Result<()> {
