@@ -73,14 +73,18 @@ impl JwksCache {
                 return Ok(key.clone());
             }
         }
-        self.refresh_if_due().await?;
-        self.cache
-            .read()
-            .await
-            .keys
-            .get(kid)
-            .cloned()
-            .ok_or_else(|| JwksError::UnknownKey(kid.to_owned()))
+        let refreshed = self.refresh_if_due().await;
+        let cache = self.cache.read().await;
+        match (cache.keys.get(kid), refreshed) {
+            (Some(key), Ok(())) => Ok(key.clone()),
+            // The issuer is down but the key is one we already know: keep serving.
+            (Some(key), Err(error)) => {
+                tracing::warn!(%error, "using cached issuer keys");
+                Ok(key.clone())
+            }
+            (None, Err(error)) => Err(error),
+            (None, Ok(())) => Err(JwksError::UnknownKey(kid.to_owned())),
+        }
     }
 
     /// Single-flight: concurrent callers wait for one fetch instead of each making one.
@@ -175,5 +179,83 @@ impl std::fmt::Debug for JwksCache {
         f.debug_struct("JwksCache")
             .field("issuer", &self.issuer)
             .finish_non_exhaustive()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use std::sync::Arc;
+    use std::sync::atomic::{AtomicUsize, Ordering};
+
+    use axum::routing::get;
+    use serde_json::json;
+
+    use super::*;
+
+    /// An issuer that counts how often its JWKS is fetched.
+    async fn issuer(fetches: Arc<AtomicUsize>) -> String {
+        let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+        let url = format!("http://{}", listener.local_addr().unwrap());
+        let metadata = json!({ "jwks_uri": format!("{url}/jwks") });
+        let app = axum::Router::new()
+            .route(
+                "/.well-known/openid-configuration",
+                get(move || async move { axum::Json(metadata) }),
+            )
+            .route(
+                "/jwks",
+                get(move || async move {
+                    fetches.fetch_add(1, Ordering::SeqCst);
+                    axum::Json(json!({ "keys": [
+                        { "kty": "OKP", "crv": "Ed25519", "kid": "k1", "alg": "EdDSA",
+                          "x": "11qYAYKxCrfVS_7TyWQHOg7hcvPapiMlrwIaaPcHURo" },
+                        { "kty": "oct", "kid": "shared", "k": "c2VjcmV0" },
+                    ] }))
+                }),
+            );
+        tokio::spawn(async move { axum::serve(listener, app).await.unwrap() });
+        url
+    }
+
+    #[tokio::test]
+    async fn unknown_kids_cannot_force_a_fetch_storm() {
+        let fetches = Arc::new(AtomicUsize::new(0));
+        let jwks = JwksCache::new(
+            crate::http_client::new().unwrap(),
+            issuer(fetches.clone()).await,
+        );
+        assert!(jwks.key("k1").await.is_ok());
+        for n in 0..50 {
+            let error = jwks.key(&format!("made-up-{n}")).await.err().unwrap();
+            assert!(matches!(error, JwksError::UnknownKey(_)));
+        }
+        assert!(jwks.key("k1").await.is_ok());
+        assert_eq!(
+            fetches.load(Ordering::SeqCst),
+            1,
+            "one fetch, then at most one per 10 s"
+        );
+    }
+
+    #[tokio::test]
+    async fn symmetric_keys_in_a_jwks_are_ignored() {
+        let jwks = JwksCache::new(
+            crate::http_client::new().unwrap(),
+            issuer(Arc::default()).await,
+        );
+        assert!(matches!(
+            jwks.key("shared").await,
+            Err(JwksError::UnknownKey(_))
+        ));
+        assert_eq!(jwks.key("k1").await.unwrap().alg.as_deref(), Some("EdDSA"));
+    }
+
+    #[tokio::test]
+    async fn an_unreachable_issuer_is_unavailable_not_invalid() {
+        let jwks = JwksCache::new(crate::http_client::new().unwrap(), "http://127.0.0.1:9");
+        assert!(matches!(
+            jwks.key("k1").await,
+            Err(JwksError::Unavailable(_))
+        ));
     }
 }
