@@ -6,16 +6,14 @@ use std::sync::Arc;
 
 use anyhow::Context;
 use axum::Router;
-use tokio::net::TcpListener;
-use tokio_util::sync::CancellationToken;
 
 use crate::auth::{TokenVerifier, VerifierConfig};
 use crate::backend::{self, BackendState, seed};
 use crate::cli::{Cli, Command, Mode, TokenArgs};
-use crate::config::Settings;
+use crate::config::{API_PREFIX, Settings};
 use crate::db::Db;
 use crate::identity::{self, Identity};
-use crate::{http, http_client, oauth_client, shutdown};
+use crate::{http, http_client, mcp, oauth_client, shutdown};
 
 /// Connects, migrates and (in dev mode) seeds.
 pub async fn prepare_database(settings: &Settings) -> anyhow::Result<Db> {
@@ -50,7 +48,7 @@ pub async fn backend_router(
         },
         settings.body_limit,
     );
-    let mut router = http::health::routes(db.clone()).merge(api);
+    let mut router = http::health::routes(http::health::database(db.clone())).merge(api);
     let mut banner = None;
     if settings.builtin_identity() {
         let (identity, dev_banner) = Identity::start(settings, db).await?;
@@ -63,8 +61,10 @@ pub async fn backend_router(
 pub async fn run(cli: Cli) -> anyhow::Result<()> {
     let settings = Settings::from_args(&cli.global)?;
     match cli.command.unwrap_or(Command::All) {
-        Command::All => serve(&settings, true).await,
-        Command::Backend => serve(&settings, false).await,
+        Command::All => serve(&settings, Roles::All).await,
+        Command::Backend => serve(&settings, Roles::Backend).await,
+        Command::Mcp(args) if args.stdio => mcp::serve_stdio(&settings, http_client::new()?).await,
+        Command::Mcp(_) => serve(&settings, Roles::Mcp).await,
         Command::Migrate => {
             let db = Db::connect(&settings.database_url).await?;
             db.migrate().await?;
@@ -76,7 +76,14 @@ pub async fn run(cli: Cli) -> anyhow::Result<()> {
     }
 }
 
-async fn serve(settings: &Settings, all: bool) -> anyhow::Result<()> {
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Roles {
+    All,
+    Backend,
+    Mcp,
+}
+
+async fn serve(settings: &Settings, roles: Roles) -> anyhow::Result<()> {
     settings.check()?;
     if settings.mode == Mode::Production && settings.database_url.starts_with("sqlite:") {
         tracing::warn!(
@@ -84,34 +91,51 @@ async fn serve(settings: &Settings, all: bool) -> anyhow::Result<()> {
         );
     }
     let shutdown = shutdown::on_signal();
-    let db = prepare_database(settings).await?;
     let http = http_client::new()?;
-    let (router, banner) = backend_router(settings, db.clone(), http).await?;
-    let listener = http::bind(SocketAddr::new(settings.bind, settings.backend.port)).await?;
-    if let Some(banner) = banner {
-        tracing::info!("{banner}");
+    let mut servers = tokio::task::JoinSet::new();
+    let mut db = None;
+    if roles != Roles::Mcp {
+        let database = prepare_database(settings).await?;
+        let (router, banner) = backend_router(settings, database.clone(), http.clone()).await?;
+        let listener = http::bind(SocketAddr::new(settings.bind, settings.backend.port)).await?;
+        if let Some(banner) = banner {
+            tracing::info!("{banner}");
+        }
+        tracing::info!(
+            issuer = %settings.issuer(),
+            "backend role: resOS API at {}{API_PREFIX}, OpenAPI at /api-docs/openapi.json",
+            settings.backend.public_url,
+        );
+        servers.spawn(http::serve("backend", listener, router, shutdown.clone()));
+        db = Some(database);
     }
-    tracing::info!(
-        url = %settings.backend.public_url,
-        issuer = %settings.issuer(),
-        "backend role: resOS API at {}{}, OpenAPI at /api-docs/openapi.json",
-        settings.backend.public_url,
-        crate::config::API_PREFIX
-    );
-    if all {
-        tracing::info!("gateway and mcp roles are not built yet; not started");
+    if roles != Roles::Backend {
+        let router = mcp::router(settings, http.clone(), shutdown.clone())?;
+        let listener = http::bind(SocketAddr::new(settings.bind, settings.mcp.port)).await?;
+        tracing::info!(
+            backend = %settings.mcp_role.backend_url,
+            "mcp role: MCP at {}, protected-resource metadata at {}/.well-known/oauth-protected-resource/mcp",
+            settings.mcp_resource(),
+            settings.mcp.public_url,
+        );
+        servers.spawn(http::serve("mcp", listener, router, shutdown.clone()));
     }
-    serve_until(listener, router, shutdown).await?;
-    db.close().await;
-    Ok(())
-}
-
-async fn serve_until(
-    listener: TcpListener,
-    router: Router,
-    shutdown: CancellationToken,
-) -> anyhow::Result<()> {
-    http::serve("backend", listener, router, shutdown).await
+    if roles == Roles::All {
+        tracing::info!("the gateway role is not built yet; not started");
+    }
+    // One role failing stops the others: a half-running system is worse than none.
+    let mut outcome = Ok(());
+    while let Some(result) = servers.join_next().await {
+        let result = result.map_err(anyhow::Error::from).and_then(|r| r);
+        if let Err(error) = result {
+            shutdown.cancel();
+            outcome = Err(error);
+        }
+    }
+    if let Some(db) = db {
+        db.close().await;
+    }
+    outcome
 }
 
 /// `maitred token`: only the token goes to stdout, so `TOKEN=$(maitred token …)` works.

@@ -25,6 +25,8 @@ pub enum Command {
     All,
     /// Run the backend role: the resOS API and the built-in identity provider.
     Backend,
+    /// Run the MCP role: the restaurant's tools over Streamable HTTP (or stdio).
+    Mcp(McpArgs),
     /// Apply the database migrations and exit.
     Migrate,
     /// Get an access token with a client's credentials and print only the token.
@@ -131,6 +133,65 @@ pub struct GlobalArgs {
         global = true
     )]
     pub access_token_ttl: u64,
+
+    /// Where the MCP role reaches the backend (default: the backend's public URL).
+    #[arg(long, env = "MAITRED_MCP_BACKEND_URL", global = true)]
+    pub mcp_backend_url: Option<String>,
+
+    /// Seconds the MCP role waits for the backend before a tool call is "unavailable".
+    #[arg(
+        long,
+        env = "MAITRED_MCP_BACKEND_TIMEOUT",
+        default_value_t = 5.0,
+        global = true
+    )]
+    pub mcp_backend_timeout: f64,
+
+    /// The MCP role's client id at the issuer (for its backend token).
+    #[arg(
+        long,
+        env = "MAITRED_MCP_CLIENT_ID",
+        default_value = "maitred-mcp",
+        global = true
+    )]
+    pub mcp_client_id: String,
+
+    /// The MCP role's client secret (default in dev mode: the generated one).
+    #[arg(
+        long,
+        env = "MAITRED_MCP_CLIENT_SECRET",
+        global = true,
+        hide_env_values = true
+    )]
+    pub mcp_client_secret: Option<String>,
+
+    /// Host names the MCP endpoint answers to, comma-separated (default: its public
+    /// URL's host and loopback). Other Host headers are refused (DNS rebinding).
+    #[arg(
+        long,
+        env = "MAITRED_MCP_ALLOWED_HOSTS",
+        value_delimiter = ',',
+        global = true
+    )]
+    pub mcp_allowed_hosts: Vec<String>,
+
+    /// Browser origins allowed to call the MCP endpoint, comma-separated, with scheme
+    /// (default: the MCP and gateway public URLs and http://localhost:*).
+    #[arg(
+        long,
+        env = "MAITRED_MCP_ALLOWED_ORIGINS",
+        value_delimiter = ',',
+        global = true
+    )]
+    pub mcp_allowed_origins: Vec<String>,
+}
+
+#[derive(Debug, Clone, Args)]
+pub struct McpArgs {
+    /// Serve the tools over stdin/stdout (for desktop clients) instead of HTTP. The
+    /// backend credentials come from the environment (MAITRED_MCP_CLIENT_ID/SECRET).
+    #[arg(long)]
+    pub stdio: bool,
 }
 
 #[derive(Debug, Clone, Args)]

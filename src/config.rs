@@ -28,7 +28,63 @@ pub struct Settings {
     pub body_limit: usize,
     pub auth_rate_limit_per_minute: u32,
     pub access_token_ttl: Duration,
+    pub mcp_role: McpSettings,
     pub file: FileConfig,
+}
+
+/// How the MCP role reaches the backend and whom it answers.
+#[derive(Debug, Clone)]
+pub struct McpSettings {
+    /// Base URL the MCP role calls the backend at (its audience stays the public one).
+    pub backend_url: String,
+    pub backend_timeout: Duration,
+    pub client_id: String,
+    /// `None` in dev mode means: the generated one from the data dir.
+    pub client_secret: Option<String>,
+    pub allowed_hosts: Vec<String>,
+    pub allowed_origins: Vec<String>,
+}
+
+impl McpSettings {
+    /// Defaults derived from the endpoints: loopback and the public hosts.
+    pub fn defaults(backend: &Endpoint, gateway: &Endpoint, mcp: &Endpoint) -> Self {
+        let mut allowed_hosts = vec![
+            "localhost".to_owned(),
+            "127.0.0.1".to_owned(),
+            "::1".to_owned(),
+        ];
+        if let Some(host) = url::Url::parse(&mcp.public_url)
+            .ok()
+            .and_then(|u| u.host_str().map(str::to_owned))
+            && !allowed_hosts.contains(&host)
+        {
+            allowed_hosts.push(host);
+        }
+        Self {
+            backend_url: backend.public_url.clone(),
+            backend_timeout: Duration::from_secs(5),
+            client_id: "maitred-mcp".to_owned(),
+            client_secret: None,
+            allowed_hosts,
+            allowed_origins: vec![
+                origin(&mcp.public_url),
+                origin(&gateway.public_url),
+                "http://localhost:*".to_owned(),
+                "http://127.0.0.1:*".to_owned(),
+            ],
+        }
+    }
+}
+
+/// `scheme://host:port` of a URL, with the port spelt out.
+fn origin(url: &str) -> String {
+    url::Url::parse(url)
+        .ok()
+        .and_then(|u| {
+            let port = u.port_or_known_default()?;
+            Some(format!("{}://{}:{port}", u.scheme(), u.host_str()?))
+        })
+        .unwrap_or_else(|| url.to_owned())
 }
 
 /// Where a role listens and the URL the outside world knows it by (they differ
@@ -76,14 +132,34 @@ impl Settings {
             None => FileConfig::default(),
         };
         let external_issuer = args.oidc_issuer.as_deref().map(normalize_url).transpose()?;
+        let backend = Endpoint::new(args.backend_port, args.backend_url.as_deref())?;
+        let gateway = Endpoint::new(args.gateway_port, args.gateway_url.as_deref())?;
+        let mcp = Endpoint::new(args.mcp_port, args.mcp_url.as_deref())?;
+        let mut mcp_role = McpSettings::defaults(&backend, &gateway, &mcp);
+        if let Some(url) = &args.mcp_backend_url {
+            mcp_role.backend_url = normalize_url(url)?;
+        }
+        if !(args.mcp_backend_timeout > 0.0 && args.mcp_backend_timeout <= 300.0) {
+            bail!("MAITRED_MCP_BACKEND_TIMEOUT must be between 0 and 300 seconds");
+        }
+        mcp_role.backend_timeout = Duration::from_secs_f64(args.mcp_backend_timeout);
+        mcp_role.client_id = args.mcp_client_id.clone();
+        mcp_role.client_secret = args.mcp_client_secret.clone();
+        if !args.mcp_allowed_hosts.is_empty() {
+            mcp_role.allowed_hosts = args.mcp_allowed_hosts.clone();
+        }
+        if !args.mcp_allowed_origins.is_empty() {
+            mcp_role.allowed_origins = args.mcp_allowed_origins.clone();
+        }
         Ok(Self {
             mode: args.mode,
             data_dir: args.data_dir.clone(),
             database_url,
             bind: args.bind,
-            backend: Endpoint::new(args.backend_port, args.backend_url.as_deref())?,
-            gateway: Endpoint::new(args.gateway_port, args.gateway_url.as_deref())?,
-            mcp: Endpoint::new(args.mcp_port, args.mcp_url.as_deref())?,
+            backend,
+            gateway,
+            mcp,
+            mcp_role,
             external_issuer,
             body_limit: args.body_limit,
             auth_rate_limit_per_minute: args.auth_rate_limit,

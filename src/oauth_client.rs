@@ -53,7 +53,8 @@ pub async fn client_credentials(
     if let Some(resource) = &request.resource {
         exchange = exchange.add_extra_param("resource", resource.clone());
     }
-    let send = |req: oauth2::HttpRequest| send(http, req);
+    // An owned client per request keeps the future 'static (and so Send everywhere).
+    let send = |req: oauth2::HttpRequest| send(http.clone(), req);
     let response = exchange
         .request_async(&send)
         .await
@@ -76,7 +77,7 @@ pub async fn client_credentials(
 
 /// oauth2's HTTP hook, over our reqwest client.
 async fn send(
-    http: &reqwest::Client,
+    http: reqwest::Client,
     request: oauth2::HttpRequest,
 ) -> Result<oauth2::HttpResponse, reqwest::Error> {
     let (parts, body) = request.into_parts();
@@ -94,4 +95,84 @@ async fn send(
     Ok(builder
         .body(bytes.to_vec())
         .unwrap_or_else(|_| axum::http::Response::new(Vec::new())))
+}
+
+/// A client-credentials token kept until shortly before it expires. Concurrent
+/// callers share one request (the lock is held while fetching), and a caller whose
+/// token was refused can force one refresh.
+pub struct TokenSource {
+    http: reqwest::Client,
+    issuer: String,
+    request: ClientCredentials,
+    cached: tokio::sync::Mutex<Option<Cached>>,
+}
+
+struct Cached {
+    token: String,
+    refresh_at: std::time::Instant,
+}
+
+impl TokenSource {
+    /// `request.token_url` may be empty: it is then discovered from `issuer`.
+    pub fn new(
+        http: reqwest::Client,
+        issuer: impl Into<String>,
+        request: ClientCredentials,
+    ) -> Self {
+        Self {
+            http,
+            issuer: issuer.into(),
+            request,
+            cached: tokio::sync::Mutex::new(None),
+        }
+    }
+
+    pub fn client_id(&self) -> &str {
+        &self.request.client_id
+    }
+
+    pub async fn token(&self) -> anyhow::Result<String> {
+        let mut cached = self.cached.lock().await;
+        if let Some(c) = cached.as_ref()
+            && std::time::Instant::now() < c.refresh_at
+        {
+            return Ok(c.token.clone());
+        }
+        self.fetch(&mut cached).await
+    }
+
+    /// After `rejected` was refused (a 401): fetch a new token, unless another caller
+    /// already replaced it.
+    pub async fn refresh(&self, rejected: &str) -> anyhow::Result<String> {
+        let mut cached = self.cached.lock().await;
+        if let Some(c) = cached.as_ref()
+            && c.token != rejected
+        {
+            return Ok(c.token.clone());
+        }
+        self.fetch(&mut cached).await
+    }
+
+    async fn fetch(&self, cached: &mut Option<Cached>) -> anyhow::Result<String> {
+        let mut request = self.request.clone();
+        if request.token_url.is_empty() {
+            request.token_url = discover_token_url(&self.http, &self.issuer).await?;
+        }
+        let issued = client_credentials(&self.http, &request).await?;
+        // Refresh a tenth of the lifetime early (at least 5 s, at most 60 s).
+        let lifetime = issued
+            .expires_in
+            .unwrap_or(std::time::Duration::from_secs(300));
+        let margin = (lifetime / 10).clamp(
+            std::time::Duration::from_secs(5),
+            std::time::Duration::from_secs(60),
+        );
+        let refresh_at = std::time::Instant::now() + lifetime.saturating_sub(margin);
+        tracing::debug!(client_id = %request.client_id, "fetched a client-credentials token");
+        *cached = Some(Cached {
+            token: issued.token.clone(),
+            refresh_at,
+        });
+        Ok(issued.token)
+    }
 }

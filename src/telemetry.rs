@@ -8,7 +8,7 @@ use tracing_subscriber::prelude::*;
 
 use crate::cli::LogFormat;
 
-const DEFAULT_FILTER: &str = "info,sqlx=warn,tower_http=info";
+const DEFAULT_FILTER: &str = "info,sqlx=warn,rmcp=warn";
 
 /// Installs the global subscriber; `RUST_LOG` overrides the default filter.
 pub fn init(format: LogFormat) {

@@ -24,7 +24,14 @@ pub struct AuthError {
 }
 
 impl AuthError {
-    pub(crate) fn new(kind: AuthErrorKind, message: impl Into<String>, extra: &str) -> Self {
+    /// `extra` is appended to every challenge; `scope_hint` (the scopes a token for
+    /// this resource should carry) to those without an insufficient-scope error.
+    pub(crate) fn new(
+        kind: AuthErrorKind,
+        message: impl Into<String>,
+        extra: &str,
+        scope_hint: Option<&str>,
+    ) -> Self {
         let message = message.into();
         let mut challenge = String::from("Bearer realm=\"maitred\"");
         match &kind {
@@ -39,6 +46,13 @@ impl AuthError {
                 challenge.push_str(&quote_safe(required));
                 challenge.push('"');
             }
+        }
+        if let Some(scope) = scope_hint
+            && !matches!(kind, AuthErrorKind::InsufficientScope { .. })
+        {
+            challenge.push_str(", scope=\"");
+            challenge.push_str(&quote_safe(scope));
+            challenge.push('"');
         }
         challenge.push_str(extra);
         let challenge = HeaderValue::from_str(&challenge)
@@ -89,7 +103,7 @@ mod tests {
 
     #[test]
     fn challenges_follow_rfc_6750() {
-        let missing = AuthError::new(AuthErrorKind::MissingToken, "no token", "");
+        let missing = AuthError::new(AuthErrorKind::MissingToken, "no token", "", None);
         assert_eq!(missing.challenge, "Bearer realm=\"maitred\"");
         assert_eq!(missing.status(), StatusCode::UNAUTHORIZED);
 
@@ -99,6 +113,7 @@ mod tests {
             },
             "needs backend.write",
             "",
+            Some("backend.read"),
         );
         assert_eq!(
             scope.challenge,
@@ -106,10 +121,21 @@ mod tests {
         );
         assert_eq!(scope.status(), StatusCode::FORBIDDEN);
 
-        let invalid = AuthError::new(AuthErrorKind::InvalidToken, "bad \"sig\"\n", "");
+        let invalid = AuthError::new(AuthErrorKind::InvalidToken, "bad \"sig\"\n", "", None);
         assert_eq!(
             invalid.challenge,
             "Bearer realm=\"maitred\", error=\"invalid_token\", error_description=\"bad sig\""
+        );
+
+        let hinted = AuthError::new(
+            AuthErrorKind::MissingToken,
+            "no token",
+            ", resource_metadata=\"https://x/.well-known/oauth-protected-resource/mcp\"",
+            Some("mcp.read mcp.write"),
+        );
+        assert_eq!(
+            hinted.challenge,
+            "Bearer realm=\"maitred\", scope=\"mcp.read mcp.write\", resource_metadata=\"https://x/.well-known/oauth-protected-resource/mcp\""
         );
     }
 }

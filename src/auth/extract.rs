@@ -54,8 +54,12 @@ where
     }
 }
 
-/// Verifies once per request; a second extractor reuses the principal.
-async fn authenticate(parts: &mut Parts, verifier: &TokenVerifier) -> Result<Principal, AuthError> {
+/// Verifies once per request (a second extractor reuses the principal) and leaves
+/// the principal in the request's extensions.
+pub async fn authenticate(
+    parts: &mut Parts,
+    verifier: &TokenVerifier,
+) -> Result<Principal, AuthError> {
     if let Some(principal) = parts.extensions.get::<Principal>() {
         return Ok(principal.clone());
     }

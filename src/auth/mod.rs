@@ -7,6 +7,6 @@ mod jwks;
 mod verifier;
 
 pub use error::{AuthError, AuthErrorKind};
-pub use extract::{RequiredScope, Scoped};
+pub use extract::{RequiredScope, Scoped, authenticate};
 pub use jwks::JwksCache;
 pub use verifier::{Principal, TokenVerifier, VerifierConfig};

@@ -19,6 +19,8 @@ pub struct VerifierConfig {
     pub leeway_secs: u64,
     /// Appended to every `WWW-Authenticate` challenge (e.g. `, resource_metadata="…"`).
     pub challenge_extra: String,
+    /// The scopes to name in a 401 challenge, telling a client what to ask for.
+    pub scope_hint: Option<String>,
 }
 
 impl VerifierConfig {
@@ -39,6 +41,7 @@ impl VerifierConfig {
             ],
             leeway_secs: 30,
             challenge_extra: String::new(),
+            scope_hint: None,
         }
     }
 }
@@ -103,7 +106,12 @@ impl TokenVerifier {
     }
 
     pub fn error(&self, kind: AuthErrorKind, message: impl Into<String>) -> AuthError {
-        AuthError::new(kind, message, &self.config.challenge_extra)
+        AuthError::new(
+            kind,
+            message,
+            &self.config.challenge_extra,
+            self.config.scope_hint.as_deref(),
+        )
     }
 
     fn invalid(&self, message: impl Into<String>) -> AuthError {

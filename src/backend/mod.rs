@@ -8,10 +8,10 @@ mod error;
 mod extract;
 mod feedback;
 mod list;
-mod model;
+pub mod model;
 mod opening_hours;
 pub mod query;
-mod resources;
+pub mod resources;
 pub mod seed;
 mod tables;
 

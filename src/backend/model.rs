@@ -1,10 +1,11 @@
 //! The resOS v1.2 resource shapes as they go over the wire: camelCase, `_id` ids.
 
+use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
 use utoipa::ToSchema;
 
-#[derive(Debug, Clone, Serialize, Deserialize, ToSchema)]
+#[derive(Debug, Clone, Serialize, Deserialize, ToSchema, JsonSchema)]
 #[serde(rename_all = "camelCase")]
 pub struct Customer {
     #[serde(rename = "_id")]
@@ -20,7 +21,7 @@ pub struct Customer {
     pub metadata: Option<Value>,
 }
 
-#[derive(Debug, Clone, Serialize, Deserialize, ToSchema)]
+#[derive(Debug, Clone, Serialize, Deserialize, ToSchema, JsonSchema)]
 #[serde(rename_all = "camelCase")]
 pub struct Feedback {
     #[serde(rename = "_id")]
@@ -33,7 +34,7 @@ pub struct Feedback {
     pub is_public: bool,
 }
 
-#[derive(Debug, Clone, Serialize, Deserialize, ToSchema)]
+#[derive(Debug, Clone, Serialize, Deserialize, ToSchema, JsonSchema)]
 #[serde(rename_all = "camelCase")]
 pub struct OpeningHours {
     #[serde(rename = "_id")]
@@ -51,7 +52,7 @@ pub struct OpeningHours {
     pub metadata: Option<Value>,
 }
 
-#[derive(Debug, Clone, Serialize, Deserialize, ToSchema)]
+#[derive(Debug, Clone, Serialize, Deserialize, ToSchema, JsonSchema)]
 #[serde(rename_all = "camelCase")]
 pub struct Area {
     #[serde(rename = "_id")]
@@ -61,7 +62,7 @@ pub struct Area {
     pub booking_priority: i64,
 }
 
-#[derive(Debug, Clone, Serialize, Deserialize, ToSchema)]
+#[derive(Debug, Clone, Serialize, Deserialize, ToSchema, JsonSchema)]
 #[serde(rename_all = "camelCase")]
 pub struct Table {
     #[serde(rename = "_id")]
@@ -73,7 +74,7 @@ pub struct Table {
     pub internal_note: Option<String>,
 }
 
-#[derive(Debug, Clone, Serialize, Deserialize, ToSchema)]
+#[derive(Debug, Clone, Serialize, Deserialize, ToSchema, JsonSchema)]
 #[serde(rename_all = "camelCase")]
 pub struct Guest {
     /// The customer record the guest is (found or created by email or phone).
@@ -88,7 +89,7 @@ pub struct Guest {
     pub notification_email: bool,
 }
 
-#[derive(Debug, Clone, Serialize, Deserialize, ToSchema)]
+#[derive(Debug, Clone, Serialize, Deserialize, ToSchema, JsonSchema)]
 #[serde(rename_all = "camelCase")]
 pub struct RestaurantRef {
     #[serde(rename = "_id")]
@@ -96,7 +97,7 @@ pub struct RestaurantRef {
     pub name: String,
 }
 
-#[derive(Debug, Clone, Serialize, Deserialize, ToSchema)]
+#[derive(Debug, Clone, Serialize, Deserialize, ToSchema, JsonSchema)]
 #[serde(rename_all = "camelCase")]
 pub struct Booking {
     #[serde(rename = "_id")]

@@ -1,6 +1,7 @@
-//! `/healthz` says the process is up; `/readyz` says it can do its work (its
-//! database answers).
+//! `/healthz` says the process is up; `/readyz` says it can do its work: its
+//! database answers, or the service it depends on does.
 
+use std::sync::Arc;
 use std::time::Duration;
 
 use axum::extract::State;
@@ -8,29 +9,59 @@ use axum::http::StatusCode;
 use axum::response::{IntoResponse, Response};
 use axum::routing::get;
 use axum::{Json, Router};
+use futures::future::BoxFuture;
 use serde_json::json;
 
 use crate::db::Db;
 
-pub fn routes(db: Db) -> Router {
+/// What `/readyz` checks; `Err` carries the reason to report.
+pub type ReadinessCheck = Arc<dyn Fn() -> BoxFuture<'static, Result<(), String>> + Send + Sync>;
+
+pub fn routes(check: ReadinessCheck) -> Router {
     Router::new()
         .route("/healthz", get(healthz))
         .route("/readyz", get(readyz))
-        .with_state(db)
+        .with_state(check)
+}
+
+/// Ready when the database answers a query.
+pub fn database(db: Db) -> ReadinessCheck {
+    Arc::new(move || {
+        let db = db.clone();
+        Box::pin(async move {
+            db.ping().await.map_err(|error| {
+                tracing::warn!(%error, "readiness check: database unreachable");
+                "database unreachable".to_owned()
+            })
+        })
+    })
+}
+
+/// Ready when another service's `/readyz` answers 200.
+pub fn upstream(http: reqwest::Client, name: &'static str, url: String) -> ReadinessCheck {
+    Arc::new(move || {
+        let http = http.clone();
+        let url = url.clone();
+        Box::pin(async move {
+            match http.get(&url).timeout(Duration::from_secs(2)).send().await {
+                Ok(response) if response.status().is_success() => Ok(()),
+                Ok(response) => Err(format!("{name} is not ready ({})", response.status())),
+                Err(_) => Err(format!("{name} is unreachable")),
+            }
+        })
+    })
 }
 
 async fn healthz() -> Json<serde_json::Value> {
     Json(json!({ "status": "ok" }))
 }
 
-async fn readyz(State(db): State<Db>) -> Response {
-    match tokio::time::timeout(Duration::from_secs(2), db.ping()).await {
+async fn readyz(State(check): State<ReadinessCheck>) -> Response {
+    let outcome = tokio::time::timeout(Duration::from_secs(3), check()).await;
+    match outcome {
         Ok(Ok(())) => Json(json!({ "status": "ready" })).into_response(),
-        Ok(Err(error)) => {
-            tracing::warn!(%error, "readiness check: database unreachable");
-            not_ready("database unreachable")
-        }
-        Err(_) => not_ready("database did not answer within 2 s"),
+        Ok(Err(reason)) => not_ready(&reason),
+        Err(_) => not_ready("the readiness check did not finish within 3 s"),
     }
 }
 

@@ -7,13 +7,23 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use maitred::cli::Mode;
-use maitred::config::{Endpoint, FileConfig, Settings, sqlite_url};
+use maitred::config::{Endpoint, FileConfig, McpSettings, Settings, sqlite_url};
 use maitred::db::Db;
 use maitred::identity::dev::DevCredentials;
 use serde_json::Value;
 use tokio::net::TcpListener;
 use tokio::task::JoinHandle;
 use tokio_util::sync::CancellationToken;
+
+/// Logs go to the test's captured output: shown when a test fails, silent otherwise.
+fn init_logs() {
+    let filter = tracing_subscriber::EnvFilter::try_from_default_env()
+        .unwrap_or_else(|_| tracing_subscriber::EnvFilter::new("info,sqlx=warn,rmcp=warn"));
+    let _ = tracing_subscriber::fmt()
+        .with_env_filter(filter)
+        .with_test_writer()
+        .try_init();
+}
 
 /// Which database a test runs against.
 #[derive(Clone, Debug)]
@@ -87,33 +97,80 @@ impl Database {
 }
 
 pub struct TestApp {
+    /// The backend role's base URL (also the issuer).
     pub url: String,
     pub api: String,
+    /// The MCP endpoint, `<mcp role>/mcp`.
+    pub mcp_url: String,
     pub http: reqwest::Client,
     pub settings: Settings,
     pub db: Db,
     data_dir: Arc<tempfile::TempDir>,
+    backend: Option<Role>,
+    mcp: Option<Role>,
+}
+
+struct Role {
     shutdown: CancellationToken,
     server: JoinHandle<()>,
 }
 
+impl Role {
+    fn serve(name: &'static str, listener: TcpListener, router: axum::Router) -> Self {
+        Self::serve_until(name, listener, router, CancellationToken::new())
+    }
+
+    fn serve_until(
+        name: &'static str,
+        listener: TcpListener,
+        router: axum::Router,
+        shutdown: CancellationToken,
+    ) -> Self {
+        let server = tokio::spawn({
+            let shutdown = shutdown.clone();
+            async move {
+                maitred::http::serve(name, listener, router, shutdown)
+                    .await
+                    .expect("serve");
+            }
+        });
+        Self { shutdown, server }
+    }
+
+    async fn stop(self) {
+        self.shutdown.cancel();
+        let _ = tokio::time::timeout(Duration::from_secs(10), self.server).await;
+    }
+}
+
 pub fn settings_for(data_dir: PathBuf, database_url: String, port: u16) -> Settings {
-    let url = format!("http://127.0.0.1:{port}");
+    settings_with_mcp(data_dir, database_url, port, 18082)
+}
+
+pub fn settings_with_mcp(
+    data_dir: PathBuf,
+    database_url: String,
+    port: u16,
+    mcp_port: u16,
+) -> Settings {
+    let backend = Endpoint::new(port, Some(&format!("http://127.0.0.1:{port}"))).unwrap();
+    let gateway = Endpoint::new(18081, Some("http://127.0.0.1:18081")).unwrap();
+    let mcp = Endpoint::new(mcp_port, Some(&format!("http://127.0.0.1:{mcp_port}"))).unwrap();
+    let mut mcp_role = McpSettings::defaults(&backend, &gateway, &mcp);
+    mcp_role.backend_timeout = Duration::from_secs(2);
     Settings {
         mode: Mode::Dev,
         data_dir,
         database_url,
         bind: Ipv4Addr::LOCALHOST.into(),
-        backend: Endpoint {
-            port,
-            public_url: url,
-        },
-        gateway: Endpoint::new(18081, Some("http://127.0.0.1:18081")).unwrap(),
-        mcp: Endpoint::new(18082, Some("http://127.0.0.1:18082")).unwrap(),
+        backend,
+        gateway,
+        mcp,
         external_issuer: None,
         body_limit: 64 * 1024,
         auth_rate_limit_per_minute: 10_000,
         access_token_ttl: Duration::from_secs(900),
+        mcp_role,
         file: FileConfig::default(),
     }
 }
@@ -126,19 +183,25 @@ impl TestApp {
     pub async fn spawn_with(database: &Database, tweak: impl FnOnce(&mut Settings)) -> Self {
         let data_dir = Arc::new(tempfile::tempdir().expect("temp dir"));
         let database_url = database.url(data_dir.path()).await;
-        let listener = TcpListener::bind((Ipv4Addr::LOCALHOST, 0)).await.unwrap();
-        let port = listener.local_addr().unwrap().port();
-        let mut settings = settings_for(data_dir.path().to_owned(), database_url, port);
+        let backend = TcpListener::bind((Ipv4Addr::LOCALHOST, 0)).await.unwrap();
+        let mcp = TcpListener::bind((Ipv4Addr::LOCALHOST, 0)).await.unwrap();
+        let mut settings = settings_with_mcp(
+            data_dir.path().to_owned(),
+            database_url,
+            backend.local_addr().unwrap().port(),
+            mcp.local_addr().unwrap().port(),
+        );
         tweak(&mut settings);
-        Self::start(settings, listener, data_dir).await
+        Self::start(settings, backend, mcp, data_dir).await
     }
 
     async fn start(
         settings: Settings,
-        listener: TcpListener,
+        backend: TcpListener,
+        mcp: TcpListener,
         data_dir: Arc<tempfile::TempDir>,
     ) -> Self {
-        maitred::telemetry::init(maitred::cli::LogFormat::Text);
+        init_logs();
         let db = maitred::app::prepare_database(&settings)
             .await
             .expect("database");
@@ -146,41 +209,72 @@ impl TestApp {
         let (router, _banner) = maitred::app::backend_router(&settings, db.clone(), http.clone())
             .await
             .expect("backend router");
-        let shutdown = CancellationToken::new();
-        let server = tokio::spawn({
-            let shutdown = shutdown.clone();
-            async move {
-                maitred::http::serve("backend", listener, router, shutdown)
-                    .await
-                    .expect("serve");
-            }
-        });
+        let backend = Role::serve("backend", backend, router);
+        // The MCP role's sessions end with its shutdown token, so stopping is prompt.
+        let mcp_shutdown = CancellationToken::new();
+        let mcp_router = maitred::mcp::router(&settings, http.clone(), mcp_shutdown.clone())
+            .expect("mcp router");
+        let mcp = Role::serve_until("mcp", mcp, mcp_router, mcp_shutdown);
         let url = settings.backend.public_url.clone();
         Self {
             api: format!("{url}/api/v1/resos"),
+            mcp_url: settings.mcp_resource(),
             url,
             http,
             settings,
             db,
             data_dir,
-            shutdown,
-            server,
+            backend: Some(backend),
+            mcp: Some(mcp),
         }
     }
 
-    /// Stops the server and starts it again on the same port, data dir and database.
+    /// Stops every role and starts them again on the same ports, data dir and database.
     pub async fn restart(self) -> Self {
         let settings = self.settings.clone();
         let data_dir = self.data_dir.clone();
         self.stop().await;
-        let addr = SocketAddr::from((Ipv4Addr::LOCALHOST, settings.backend.port));
-        let listener = TcpListener::bind(addr).await.expect("rebind the same port");
-        Self::start(settings, listener, data_dir).await
+        let backend = TcpListener::bind(SocketAddr::from((
+            Ipv4Addr::LOCALHOST,
+            settings.backend.port,
+        )))
+        .await
+        .expect("rebind the backend port");
+        let mcp = TcpListener::bind(SocketAddr::from((Ipv4Addr::LOCALHOST, settings.mcp.port)))
+            .await
+            .expect("rebind the mcp port");
+        Self::start(settings, backend, mcp, data_dir).await
     }
 
-    pub async fn stop(self) {
-        self.shutdown.cancel();
-        let _ = tokio::time::timeout(Duration::from_secs(10), self.server).await;
+    /// Stops the backend role alone (the MCP role keeps running).
+    pub async fn stop_backend(&mut self) {
+        if let Some(backend) = self.backend.take() {
+            backend.stop().await;
+        }
+    }
+
+    /// Starts the backend role again on its port.
+    pub async fn start_backend(&mut self) {
+        let listener = TcpListener::bind(SocketAddr::from((
+            Ipv4Addr::LOCALHOST,
+            self.settings.backend.port,
+        )))
+        .await
+        .expect("rebind the backend port");
+        let (router, _) =
+            maitred::app::backend_router(&self.settings, self.db.clone(), self.http.clone())
+                .await
+                .expect("backend router");
+        self.backend = Some(Role::serve("backend", listener, router));
+    }
+
+    pub async fn stop(mut self) {
+        if let Some(mcp) = self.mcp.take() {
+            mcp.stop().await;
+        }
+        if let Some(backend) = self.backend.take() {
+            backend.stop().await;
+        }
         self.db.close().await;
     }
 

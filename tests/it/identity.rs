@@ -600,13 +600,12 @@ async fn production_mode_takes_its_identity_from_the_config_file_only() {
 
     // No configured users or clients: production refuses to start rather than invent them.
     let data_dir = tempfile::tempdir().unwrap();
-    let mut settings = crate::helpers::TestApp::spawn(&Database::Sqlite)
-        .await
-        .settings
-        .clone();
+    let mut settings = crate::helpers::settings_for(
+        data_dir.path().to_owned(),
+        maitred::config::sqlite_url(&data_dir.path().join("prod.db")),
+        8080,
+    );
     settings.mode = Mode::Production;
-    settings.data_dir = data_dir.path().to_owned();
-    settings.database_url = maitred::config::sqlite_url(&data_dir.path().join("prod.db"));
     let refused = settings.check().unwrap_err().to_string();
     assert!(refused.contains("production mode"), "{refused}");
     let db = maitred::app::prepare_database(&settings).await.unwrap();

@@ -9,5 +9,6 @@ mod api;
 mod bookings;
 mod errors;
 mod identity;
+mod mcp;
 mod restart;
 mod tokens;

@@ -1,0 +1,183 @@
+//! The MCP server's client for the backend API. It authenticates as itself (its own
+//! client-credentials token for the backend's audience); a caller's token is never
+//! passed on.
+
+use std::time::Duration;
+
+use reqwest::{Method, StatusCode};
+use serde_json::Value;
+
+use crate::oauth_client::TokenSource;
+
+#[derive(Debug, thiserror::Error)]
+pub enum BackendError {
+    /// The backend answered 4xx: the request was wrong, and the message says why.
+    #[error("{message}")]
+    Rejected {
+        status: u16,
+        code: String,
+        message: String,
+        details: Option<Value>,
+    },
+    /// Down, slow, 5xx, or no token to be had: nothing the caller can fix.
+    #[error("{0}")]
+    Unavailable(String),
+}
+
+pub struct BackendClient {
+    http: reqwest::Client,
+    /// `<backend>/api/v1/resos`
+    api: String,
+    tokens: TokenSource,
+    timeout: Duration,
+}
+
+/// A list with the total the backend reported in `X-Total-Count`.
+pub struct Page {
+    pub items: Vec<Value>,
+    pub total: Option<u64>,
+}
+
+impl BackendClient {
+    pub fn new(http: reqwest::Client, api: String, tokens: TokenSource, timeout: Duration) -> Self {
+        Self {
+            http,
+            api,
+            tokens,
+            timeout,
+        }
+    }
+
+    pub fn timeout(&self) -> Duration {
+        self.timeout
+    }
+
+    pub async fn get(&self, path: &str, query: &[(&str, String)]) -> Result<Value, BackendError> {
+        Ok(self.send(Method::GET, path, query, None).await?.0)
+    }
+
+    pub async fn list(&self, path: &str, query: &[(&str, String)]) -> Result<Page, BackendError> {
+        let (body, total) = self.send(Method::GET, path, query, None).await?;
+        let items = match body {
+            Value::Array(items) => items,
+            other => {
+                return Err(BackendError::Unavailable(format!(
+                    "the backend answered {path} with {} instead of a list",
+                    kind(&other)
+                )));
+            }
+        };
+        Ok(Page { items, total })
+    }
+
+    pub async fn post(&self, path: &str, body: &Value) -> Result<Value, BackendError> {
+        Ok(self.send(Method::POST, path, &[], Some(body)).await?.0)
+    }
+
+    pub async fn put(&self, path: &str, body: &Value) -> Result<Value, BackendError> {
+        Ok(self.send(Method::PUT, path, &[], Some(body)).await?.0)
+    }
+
+    /// One call, within the timeout; a 401 forces one token refresh and one retry.
+    async fn send(
+        &self,
+        method: Method,
+        path: &str,
+        query: &[(&str, String)],
+        body: Option<&Value>,
+    ) -> Result<(Value, Option<u64>), BackendError> {
+        let call = async {
+            let mut token = self.token(None).await?;
+            let mut retried = false;
+            loop {
+                let mut request = self
+                    .http
+                    .request(method.clone(), format!("{}{path}", self.api))
+                    .bearer_auth(&token)
+                    .query(query);
+                if let Some(body) = body {
+                    request = request.json(body);
+                }
+                let response = request.send().await.map_err(|e| {
+                    BackendError::Unavailable(format!(
+                        "the backend cannot be reached: {}",
+                        root_cause(&e)
+                    ))
+                })?;
+                if response.status() == StatusCode::UNAUTHORIZED && !retried {
+                    tracing::info!("the backend refused our token; refreshing it once");
+                    token = self.token(Some(&token)).await?;
+                    retried = true;
+                    continue;
+                }
+                return read(response).await;
+            }
+        };
+        match tokio::time::timeout(self.timeout, call).await {
+            Ok(result) => result,
+            Err(_) => Err(BackendError::Unavailable(format!(
+                "the backend did not answer within {} s",
+                self.timeout.as_secs_f64()
+            ))),
+        }
+    }
+
+    async fn token(&self, rejected: Option<&str>) -> Result<String, BackendError> {
+        let token = match rejected {
+            Some(rejected) => self.tokens.refresh(rejected).await,
+            None => self.tokens.token().await,
+        };
+        token.map_err(|e| {
+            tracing::warn!(error = format!("{e:#}"), "no token for the backend");
+            BackendError::Unavailable(format!("cannot get a token for the backend: {e:#}"))
+        })
+    }
+}
+
+async fn read(response: reqwest::Response) -> Result<(Value, Option<u64>), BackendError> {
+    let status = response.status();
+    let total = response
+        .headers()
+        .get("x-total-count")
+        .and_then(|v| v.to_str().ok())
+        .and_then(|v| v.parse().ok());
+    let body: Value = response.json().await.unwrap_or(Value::Null);
+    if status.is_success() {
+        return Ok((body, total));
+    }
+    let message = body["message"]
+        .as_str()
+        .map(str::to_owned)
+        .unwrap_or_else(|| format!("HTTP {status}"));
+    if status.is_client_error() {
+        Err(BackendError::Rejected {
+            status: status.as_u16(),
+            code: body["code"]
+                .as_str()
+                .unwrap_or("INVALID_REQUEST")
+                .to_owned(),
+            message,
+            details: body.get("details").cloned().filter(|d| !d.is_null()),
+        })
+    } else {
+        Err(BackendError::Unavailable(format!(
+            "the backend failed ({status}): {message}"
+        )))
+    }
+}
+
+fn kind(value: &Value) -> &'static str {
+    match value {
+        Value::Null => "nothing",
+        Value::Object(_) => "an object",
+        _ => "a scalar",
+    }
+}
+
+fn root_cause(error: &(dyn std::error::Error + 'static)) -> String {
+    let mut cause = error;
+    while let Some(next) = cause.source() {
+        cause = next;
+    }
+    cause.to_string()
+}

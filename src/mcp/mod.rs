@@ -1,0 +1,142 @@
+//! The MCP role: the restaurant's tools over MCP (Streamable HTTP at `/mcp`, or
+//! stdio), as an OAuth 2 resource server that calls the backend with its own token.
+
+mod access;
+mod args;
+mod backend;
+pub mod catalogue;
+mod error;
+mod server;
+mod tools;
+
+use std::sync::Arc;
+
+use anyhow::Context;
+use axum::Router;
+use axum::middleware::from_fn_with_state;
+use axum::routing::get;
+use rmcp::ServiceExt;
+use rmcp::transport::streamable_http_server::session::local::LocalSessionManager;
+use rmcp::transport::streamable_http_server::{StreamableHttpServerConfig, StreamableHttpService};
+use tokio_util::sync::CancellationToken;
+
+pub use access::SessionOwners;
+pub use server::{Access, END_USER_META, McpServer};
+
+use crate::auth::{TokenVerifier, VerifierConfig};
+use crate::cli::Mode;
+use crate::config::{API_PREFIX, Settings};
+use crate::http;
+use crate::identity::dev::DevCredentials;
+use crate::oauth_client::{ClientCredentials, TokenSource};
+use backend::BackendClient;
+
+/// The backend client with the MCP role's own credentials.
+fn backend_client(settings: &Settings, http: reqwest::Client) -> anyhow::Result<BackendClient> {
+    let role = &settings.mcp_role;
+    let secret = match (&role.client_secret, settings.mode) {
+        (Some(secret), _) => secret.clone(),
+        (None, Mode::Dev) => DevCredentials::load(&settings.data_dir)?
+            .client_secret(&role.client_id)
+            .map(str::to_owned)
+            .with_context(|| format!("no dev secret for client {}", role.client_id))?,
+        (None, Mode::Production) => anyhow::bail!(
+            "the MCP role needs MAITRED_MCP_CLIENT_SECRET (its client secret at the issuer)"
+        ),
+    };
+    let tokens = TokenSource::new(
+        http.clone(),
+        settings.issuer(),
+        ClientCredentials {
+            token_url: String::new(),
+            client_id: role.client_id.clone(),
+            client_secret: secret,
+            scopes: vec!["backend.read".to_owned(), "backend.write".to_owned()],
+            resource: Some(settings.backend_resource()),
+        },
+    );
+    Ok(BackendClient::new(
+        http,
+        format!("{}{API_PREFIX}", role.backend_url),
+        tokens,
+        role.backend_timeout,
+    ))
+}
+
+/// The MCP role's router: `/mcp`, its protected-resource metadata, health.
+pub fn router(
+    settings: &Settings,
+    http: reqwest::Client,
+    shutdown: CancellationToken,
+) -> anyhow::Result<Router> {
+    let server = McpServer::new(backend_client(settings, http.clone())?, Access::Token);
+    let resource = settings.mcp_resource();
+    let metadata_url = format!(
+        "{}/.well-known/oauth-protected-resource/mcp",
+        settings.mcp.public_url
+    );
+    let mut verifier_config = VerifierConfig::new(settings.issuer(), resource.clone());
+    verifier_config.challenge_extra = format!(", resource_metadata=\"{metadata_url}\"");
+    verifier_config.scope_hint = Some(format!(
+        "{} {}",
+        catalogue::READ_SCOPE,
+        catalogue::WRITE_SCOPE
+    ));
+    let verifier = Arc::new(TokenVerifier::new(http.clone(), verifier_config));
+
+    let owners = SessionOwners::default();
+    let sessions = access::OwnedSessions::new(LocalSessionManager::default(), owners.clone());
+    let config = StreamableHttpServerConfig::default()
+        .with_allowed_hosts(settings.mcp_role.allowed_hosts.clone())
+        .with_allowed_origins(settings.mcp_role.allowed_origins.clone())
+        .with_json_response(true)
+        .with_cancellation_token(shutdown.child_token());
+    let service = StreamableHttpService::new(
+        {
+            let server = server.clone();
+            move || Ok(server.clone())
+        },
+        Arc::new(sessions),
+        config,
+    );
+    // Layers run outermost last: token, then session ownership, then tool scopes.
+    let mcp = Router::new()
+        .route_service("/mcp", service)
+        .layer(from_fn_with_state(
+            (server, verifier.clone()),
+            access::require_tool_scope,
+        ))
+        .layer(from_fn_with_state(owners, access::bind_sessions))
+        .layer(from_fn_with_state(verifier, access::require_token));
+
+    let metadata = Arc::new(access::resource_metadata(&resource, settings.issuer()));
+    let discovery = Router::new()
+        .route(
+            "/.well-known/oauth-protected-resource",
+            get(access::metadata_document),
+        )
+        .route(
+            "/.well-known/oauth-protected-resource/mcp",
+            get(access::metadata_document),
+        )
+        .with_state(metadata);
+    let health = http::health::routes(http::health::upstream(
+        http,
+        "the backend",
+        format!("{}/readyz", settings.mcp_role.backend_url),
+    ));
+    Ok(http::middleware::wrap(mcp.merge(discovery).merge(health)))
+}
+
+/// `maitred mcp --stdio`: the same tools for a desktop client that started us.
+pub async fn serve_stdio(settings: &Settings, http: reqwest::Client) -> anyhow::Result<()> {
+    let server = McpServer::new(backend_client(settings, http)?, Access::Local);
+    tracing::info!("serving MCP over stdio");
+    let running = server
+        .serve(rmcp::transport::stdio())
+        .await
+        .context("starting the MCP stdio server")?;
+    let reason = running.waiting().await.context("serving MCP over stdio")?;
+    tracing::info!(?reason, "MCP stdio session ended");
+    Ok(())
+}

@@ -1,0 +1,154 @@
+//! The MCP server handler: tools/list from the catalogue, tools/call through the
+//! scope check into the tools, and one audit line per call.
+
+use std::borrow::Cow;
+use std::sync::Arc;
+use std::time::Instant;
+
+use rmcp::model::{
+    CallToolRequestParams, CallToolResponse, CallToolResult, ContentBlock, Implementation,
+    ListToolsResult, PaginatedRequestParams, ProtocolVersion, ServerCapabilities, ServerConfig,
+    Tool,
+};
+use rmcp::service::RequestContext;
+use rmcp::{ErrorData, RoleServer, ServerHandler};
+use serde_json::Value;
+
+use super::backend::BackendClient;
+use super::catalogue::{Entry, catalogue};
+use super::tools;
+use crate::auth::Principal;
+
+/// The `_meta` key under which a caller may name the end user it acts for. It is
+/// logged for audit, never used to decide access.
+pub const END_USER_META: &str = "maitred/endUserId";
+
+const INSTRUCTIONS: &str = "Tools for one restaurant's reservation system (resOS compatible): customers, \
+bookings, tables, opening hours and guest feedback. Read tools never change anything. Before booking, \
+check getAvailableTimes; when a time is taken, offer the nearest free times the error names. Dates are \
+YYYY-MM-DD, times HH:MM in the restaurant's local time. List results carry `total`, the number of \
+matching records: use it for counts.";
+
+/// Who may call what: over HTTP the caller's token decides; over stdio the local
+/// user who started the process is trusted with every tool.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Access {
+    Token,
+    Local,
+}
+
+#[derive(Clone)]
+pub struct McpServer {
+    shared: Arc<Shared>,
+}
+
+struct Shared {
+    tools: Vec<Entry>,
+    backend: BackendClient,
+    access: Access,
+}
+
+impl McpServer {
+    pub fn new(backend: BackendClient, access: Access) -> Self {
+        Self {
+            shared: Arc::new(Shared {
+                tools: catalogue(),
+                backend,
+                access,
+            }),
+        }
+    }
+
+    pub fn entry(&self, name: &str) -> Option<&Entry> {
+        self.shared.tools.iter().find(|e| e.tool.name == name)
+    }
+}
+
+fn principal(ctx: &RequestContext<RoleServer>) -> Option<Principal> {
+    ctx.extensions
+        .get::<axum::http::request::Parts>()
+        .and_then(|parts| parts.extensions.get::<Principal>())
+        .cloned()
+}
+
+impl ServerHandler for McpServer {
+    fn get_info(&self) -> ServerConfig {
+        ServerConfig::new(ServerCapabilities::builder().enable_tools().build())
+            .with_server_info(
+                Implementation::new("maitred", env!("CARGO_PKG_VERSION"))
+                    .with_title("maitred restaurant reservations"),
+            )
+            .with_instructions(INSTRUCTIONS)
+    }
+
+    fn supported_protocol_versions(&self) -> Cow<'static, [ProtocolVersion]> {
+        Cow::Borrowed(&[ProtocolVersion::V_2026_07_28, ProtocolVersion::V_2025_11_25])
+    }
+
+    async fn list_tools(
+        &self,
+        _request: Option<PaginatedRequestParams>,
+        _ctx: RequestContext<RoleServer>,
+    ) -> Result<ListToolsResult, ErrorData> {
+        Ok(ListToolsResult::with_all_items(
+            self.shared.tools.iter().map(|e| e.tool.clone()).collect(),
+        ))
+    }
+
+    fn get_tool(&self, name: &str) -> Option<Tool> {
+        self.entry(name).map(|e| e.tool.clone())
+    }
+
+    async fn call_tool(
+        &self,
+        request: CallToolRequestParams,
+        ctx: RequestContext<RoleServer>,
+    ) -> Result<CallToolResponse, ErrorData> {
+        let name = request.name.to_string();
+        let Some(entry) = self.entry(&name) else {
+            return Err(ErrorData::invalid_params(
+                format!("unknown tool {name}; tools/list names the tools"),
+                None,
+            ));
+        };
+        let caller = principal(&ctx);
+        let scope = entry.effect.scope();
+        // The HTTP layer has already answered 403 for a missing scope; this is the
+        // handler's own check, so no path around that layer reaches the backend.
+        let allowed = match (self.shared.access, &caller) {
+            (Access::Local, _) => true,
+            (Access::Token, Some(p)) => p.has_scope(scope),
+            (Access::Token, None) => false,
+        };
+        let end_user = ctx
+            .meta
+            .get(END_USER_META)
+            .and_then(Value::as_str)
+            .map(str::to_owned);
+        let subject = caller.as_ref().map_or("local", |p| p.subject.as_str());
+        if !allowed {
+            tracing::warn!(tool = %name, subject, end_user, "tool call refused: missing scope {scope}");
+            return Ok(CallToolResult::error(vec![ContentBlock::text(format!(
+                "{name} needs the scope {scope}, which this caller's token does not carry"
+            ))])
+            .into());
+        }
+        let started = Instant::now();
+        let result = tools::run(&self.shared.backend, &name, request.arguments).await;
+        let outcome = match &result {
+            Ok(r) if r.is_error == Some(true) => "error",
+            Ok(_) => "ok",
+            Err(_) => "invalid",
+        };
+        tracing::info!(
+            tool = %name,
+            subject,
+            client_id = caller.as_ref().and_then(|p| p.client_id.as_deref()),
+            end_user,
+            outcome,
+            duration_ms = started.elapsed().as_millis() as u64,
+            "tool call"
+        );
+        result.map(Into::into)
+    }
+}

@@ -1,0 +1,380 @@
+//! Running a tool: check the arguments, call the backend, and shape the answer as
+//! structured content, or as an error result a model can act on.
+
+use chrono::NaiveDate;
+use rmcp::ErrorData;
+use rmcp::model::{CallToolResult, ContentBlock, JsonObject};
+use serde::Serialize;
+use serde::de::DeserializeOwned;
+use serde_json::{Value, json};
+
+use super::args::*;
+use super::backend::{BackendClient, BackendError, Page};
+use super::catalogue::{AvailableDates, AvailableTimes, ListOf, NoteAdded};
+use crate::backend::model::{Booking, Customer, Feedback, OpeningHours, Table};
+
+/// Why a call was not carried out.
+pub enum Refusal {
+    /// JSON-RPC -32602: the arguments do not fit the tool's input schema.
+    InvalidParams(String),
+    /// A tool error (`isError: true`) whose text tells the model what to do.
+    Failed(String),
+}
+
+impl From<BackendError> for Refusal {
+    fn from(error: BackendError) -> Self {
+        Refusal::Failed(advice(&error))
+    }
+}
+
+pub async fn run(
+    backend: &BackendClient,
+    name: &str,
+    arguments: Option<JsonObject>,
+) -> Result<CallToolResult, ErrorData> {
+    let arguments = Value::Object(arguments.unwrap_or_default());
+    let outcome = match name {
+        "getCustomers" => list::<Customer>(backend, "/customers", parse(arguments)?).await,
+        "getCustomerById" => one::<Customer>(backend, "/customers", parse(arguments)?).await,
+        "getFeedback" => list::<Feedback>(backend, "/feedback", parse(arguments)?).await,
+        "getFeedbackById" => one::<Feedback>(backend, "/feedback", parse(arguments)?).await,
+        "getOpeningHours" => {
+            list::<OpeningHours>(backend, "/opening-hours", parse(arguments)?).await
+        }
+        "getOpeningHoursById" => {
+            one::<OpeningHours>(backend, "/opening-hours", parse(arguments)?).await
+        }
+        "getTables" => list::<Table>(backend, "/tables", parse(arguments)?).await,
+        "getBookings" => bookings(backend, parse(arguments)?).await,
+        "getBookingById" => one::<Booking>(backend, "/bookings", parse(arguments)?).await,
+        "getAvailableDates" => available_dates(backend, parse(arguments)?).await,
+        "getAvailableTimes" => available_times(backend, parse(arguments)?).await,
+        "createBooking" => create_booking(backend, parse(arguments)?).await,
+        "updateBooking" => update_booking(backend, parse(arguments)?).await,
+        "addBookingNote" => add_note(backend, parse(arguments)?).await,
+        other => {
+            return Err(ErrorData::invalid_params(
+                format!("unknown tool {other}; tools/list names the tools"),
+                None,
+            ));
+        }
+    };
+    match outcome {
+        Ok(value) => Ok(structured(value)),
+        Err(Refusal::InvalidParams(message)) => Err(ErrorData::invalid_params(message, None)),
+        Err(Refusal::Failed(message)) => {
+            Ok(CallToolResult::error(vec![ContentBlock::text(message)]))
+        }
+    }
+}
+
+fn parse<T: DeserializeOwned>(arguments: Value) -> Result<T, ErrorData> {
+    serde_json::from_value(arguments).map_err(|error| {
+        ErrorData::invalid_params(
+            format!("invalid arguments: {error}; the tool's inputSchema lists what it takes"),
+            None,
+        )
+    })
+}
+
+/// The result as structured content, with a JSON text copy for clients that read only text.
+fn structured(value: Value) -> CallToolResult {
+    let text = serde_json::to_string_pretty(&value).unwrap_or_default();
+    let mut result = CallToolResult::success(vec![ContentBlock::text(text)]);
+    result.structured_content = Some(value);
+    result
+}
+
+fn to_value<T: Serialize>(value: &T) -> Result<Value, Refusal> {
+    serde_json::to_value(value)
+        .map_err(|e| Refusal::Failed(format!("the result could not be encoded: {e}")))
+}
+
+/// Decodes what the backend sent into the wire type the output schema describes.
+fn decode<T: DeserializeOwned>(value: Value) -> Result<T, Refusal> {
+    serde_json::from_value(value).map_err(|e| {
+        tracing::error!(error = %e, "the backend's answer does not match its schema");
+        Refusal::Failed(
+            "the reservation system sent an answer this server cannot read; it has been logged"
+                .to_owned(),
+        )
+    })
+}
+
+fn date(field: &str, value: &str) -> Result<String, Refusal> {
+    NaiveDate::parse_from_str(value, "%Y-%m-%d")
+        .map(|d| d.to_string())
+        .map_err(|_| {
+            Refusal::InvalidParams(format!(
+                "{field} must be a date as YYYY-MM-DD, not {value:?}"
+            ))
+        })
+}
+
+fn time(field: &str, value: &str) -> Result<String, Refusal> {
+    chrono::NaiveTime::parse_from_str(value, "%H:%M")
+        .ok()
+        .filter(|_| value.len() <= 5)
+        .map(|t| t.format("%H:%M").to_string())
+        .ok_or_else(|| {
+            Refusal::InvalidParams(format!("{field} must be a time as HH:MM, not {value:?}"))
+        })
+}
+
+fn list_query(
+    limit: Option<u32>,
+    skip: Option<u32>,
+    sort: Option<String>,
+    filter: Option<String>,
+) -> Vec<(&'static str, String)> {
+    let mut query = Vec::new();
+    if let Some(limit) = limit {
+        query.push(("limit", limit.to_string()));
+    }
+    if let Some(skip) = skip {
+        query.push(("skip", skip.to_string()));
+    }
+    if let Some(sort) = sort.filter(|s| !s.trim().is_empty()) {
+        query.push(("sort", sort));
+    }
+    if let Some(filter) = filter.filter(|s| !s.trim().is_empty()) {
+        query.push(("customQuery", filter));
+    }
+    query
+}
+
+fn page<T: DeserializeOwned + Serialize>(page: Page, skip: u32) -> Result<Value, Refusal> {
+    let items: Vec<T> = page
+        .items
+        .into_iter()
+        .map(decode)
+        .collect::<Result<_, _>>()?;
+    let returned = items.len();
+    let total = page.total.unwrap_or(returned as u64 + u64::from(skip));
+    to_value(&ListOf {
+        has_more: u64::from(skip) + (returned as u64) < total,
+        items,
+        total,
+        returned,
+        skip,
+    })
+}
+
+async fn list<T: DeserializeOwned + Serialize>(
+    backend: &BackendClient,
+    path: &str,
+    args: ListArgs,
+) -> Result<Value, Refusal> {
+    let skip = args.skip.unwrap_or(0);
+    let query = list_query(args.limit, args.skip, args.sort, args.custom_query);
+    page::<T>(backend.list(path, &query).await?, skip)
+}
+
+async fn one<T: DeserializeOwned + Serialize>(
+    backend: &BackendClient,
+    path: &str,
+    args: IdArgs,
+) -> Result<Value, Refusal> {
+    let found = backend
+        .get(&format!("{path}/{}", encode(&args.id)), &[])
+        .await?;
+    to_value(&decode::<T>(found)?)
+}
+
+async fn bookings(backend: &BackendClient, args: BookingListArgs) -> Result<Value, Refusal> {
+    let skip = args.skip.unwrap_or(0);
+    let mut query = list_query(args.limit, args.skip, args.sort, args.custom_query);
+    if let Some(from) = &args.from_date {
+        query.push(("fromDateTime", date("fromDate", from)?));
+    }
+    if let Some(to) = &args.to_date {
+        query.push(("toDateTime", date("toDate", to)?));
+    }
+    if let Some(only) = args.only_confirmed {
+        query.push(("onlyConfirmed", only.to_string()));
+    }
+    page::<Booking>(backend.list("/bookings", &query).await?, skip)
+}
+
+async fn available_dates(
+    backend: &BackendClient,
+    args: AvailableDatesArgs,
+) -> Result<Value, Refusal> {
+    let people = args.people.unwrap_or(2);
+    let duration = args.duration.unwrap_or(90);
+    let dates = backend
+        .get(
+            "/bookings/available-dates",
+            &[
+                ("people", people.to_string()),
+                ("duration", duration.to_string()),
+            ],
+        )
+        .await?;
+    to_value(&AvailableDates {
+        dates: decode(dates)?,
+        people,
+        duration,
+    })
+}
+
+async fn available_times(
+    backend: &BackendClient,
+    args: AvailableTimesArgs,
+) -> Result<Value, Refusal> {
+    let date = date("date", &args.date)?;
+    let duration = args.duration.unwrap_or(90);
+    let times = backend
+        .get(
+            "/bookings/available-times",
+            &[
+                ("date", date.clone()),
+                ("people", args.people.to_string()),
+                ("duration", duration.to_string()),
+            ],
+        )
+        .await?;
+    to_value(&AvailableTimes {
+        times: decode(times)?,
+        date,
+        people: args.people,
+        duration,
+    })
+}
+
+async fn create_booking(
+    backend: &BackendClient,
+    args: CreateBookingArgs,
+) -> Result<Value, Refusal> {
+    let mut body = json!({
+        "date": date("date", &args.date)?,
+        "time": time("time", &args.time)?,
+        "people": args.people,
+        "guest": {
+            "name": args.guest_name,
+            "email": args.guest_email,
+            "phone": args.guest_phone,
+        },
+        "source": "other",
+    });
+    if let Some(duration) = args.duration {
+        body["duration"] = duration.into();
+    }
+    if let Some(tables) = args.table_ids {
+        body["tables"] = tables.into();
+    }
+    if let Some(comment) = args.comment {
+        body["comment"] = comment.into();
+    }
+    if let Some(status) = args.status {
+        body["status"] = status.as_str().into();
+    }
+    let booking = backend.post("/bookings", &body).await?;
+    to_value(&decode::<Booking>(booking)?)
+}
+
+async fn update_booking(
+    backend: &BackendClient,
+    args: UpdateBookingArgs,
+) -> Result<Value, Refusal> {
+    let mut body = json!({});
+    if let Some(status) = args.status {
+        body["status"] = status.as_str().into();
+    }
+    if let Some(d) = &args.date {
+        body["date"] = date("date", d)?.into();
+    }
+    if let Some(t) = &args.time {
+        body["time"] = time("time", t)?.into();
+    }
+    if let Some(people) = args.people {
+        body["people"] = people.into();
+    }
+    if let Some(duration) = args.duration {
+        body["duration"] = duration.into();
+    }
+    if let Some(tables) = args.table_ids {
+        body["tables"] = tables.into();
+    }
+    if body.as_object().is_some_and(|b| b.is_empty()) {
+        return Err(Refusal::InvalidParams(
+            "nothing to change: give a status, or a new date, time, people, duration or tableIds"
+                .to_owned(),
+        ));
+    }
+    let path = format!("/bookings/{}", encode(&args.id));
+    backend.put(&path, &body).await?;
+    let booking = backend.get(&path, &[]).await?;
+    to_value(&decode::<Booking>(booking)?)
+}
+
+async fn add_note(backend: &BackendClient, args: AddBookingNoteArgs) -> Result<Value, Refusal> {
+    let visibility = args.visibility.unwrap_or_default();
+    let (endpoint, label) = match visibility {
+        Visibility::Internal => ("restaurantNote", "internal"),
+        Visibility::Guest => ("comment", "guest"),
+    };
+    let id = backend
+        .post(
+            &format!("/bookings/{}/{endpoint}", encode(&args.id)),
+            &json!({ "text": args.text }),
+        )
+        .await?;
+    to_value(&NoteAdded {
+        booking_id: args.id,
+        note_id: decode(id)?,
+        visibility: label.to_owned(),
+    })
+}
+
+/// An id goes into a path segment: anything but unreserved characters is escaped.
+fn encode(id: &str) -> String {
+    url::form_urlencoded::byte_serialize(id.as_bytes())
+        .collect::<String>()
+        .replace('+', "%20")
+}
+
+/// What a model should make of a backend failure.
+fn advice(error: &BackendError) -> String {
+    match error {
+        BackendError::Unavailable(detail) => format!(
+            "The reservation system is unavailable right now ({detail}). Tell the user it cannot be \
+reached at the moment and to try again shortly; do not retry at once."
+        ),
+        BackendError::Rejected {
+            status,
+            message,
+            details,
+            ..
+        } => {
+            let nearest = details
+                .as_ref()
+                .and_then(|d| d.get("nearestTimes"))
+                .and_then(Value::as_array)
+                .map(|times| {
+                    times
+                        .iter()
+                        .filter_map(Value::as_str)
+                        .collect::<Vec<_>>()
+                        .join(", ")
+                })
+                .filter(|t| !t.is_empty());
+            match (status, nearest) {
+                (409 | 422, Some(times)) => format!(
+                    "{message}. The nearest free times are {times}: offer them to the guest and book \
+the one they choose."
+                ),
+                (409 | 422, None) => format!(
+                    "{message}. Use getAvailableDates and getAvailableTimes to find a time that is free."
+                ),
+                (404, _) => format!(
+                    "{message}. Check the id: list the records with the matching get… tool first."
+                ),
+                (401 | 403, _) => format!(
+                    "{message}. The reservation system refused this server's credentials; tell the user."
+                ),
+                _ => format!("{message}. Correct the arguments and call the tool again."),
+            }
+        }
+    }
+}
