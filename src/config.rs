@@ -122,6 +122,42 @@ impl FileConfig {
 }
 
 impl Settings {
+    /// Dev-mode settings for roles on loopback ports, for tests and benchmarks
+    /// (port 0 listeners bound first, their ports passed here).
+    pub fn local(
+        data_dir: PathBuf,
+        database_url: String,
+        backend_port: u16,
+        gateway_port: u16,
+        mcp_port: u16,
+    ) -> Self {
+        let endpoint = |port: u16| Endpoint {
+            port,
+            public_url: format!("http://127.0.0.1:{port}"),
+        };
+        let (backend, gateway, mcp) = (
+            endpoint(backend_port),
+            endpoint(gateway_port),
+            endpoint(mcp_port),
+        );
+        let mcp_role = McpSettings::defaults(&backend, &gateway, &mcp);
+        Self {
+            mode: Mode::Dev,
+            data_dir,
+            database_url,
+            bind: std::net::Ipv4Addr::LOCALHOST.into(),
+            backend,
+            gateway,
+            mcp,
+            external_issuer: None,
+            body_limit: 64 * 1024,
+            auth_rate_limit_per_minute: 120,
+            access_token_ttl: Duration::from_secs(900),
+            mcp_role,
+            file: FileConfig::default(),
+        }
+    }
+
     pub fn from_args(args: &GlobalArgs) -> anyhow::Result<Self> {
         let database_url = match &args.database_url {
             Some(url) => url.clone(),

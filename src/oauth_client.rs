@@ -176,3 +176,80 @@ impl TokenSource {
         Ok(issued.token)
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use std::sync::Arc;
+    use std::sync::atomic::{AtomicUsize, Ordering};
+
+    use axum::routing::post;
+    use serde_json::json;
+
+    use super::*;
+
+    /// A token endpoint that counts requests and numbers its tokens.
+    async fn issuer(issued: Arc<AtomicUsize>) -> String {
+        let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+        let url = format!("http://{}", listener.local_addr().unwrap());
+        let app = axum::Router::new().route(
+            "/token",
+            post(move || async move {
+                let n = issued.fetch_add(1, Ordering::SeqCst) + 1;
+                // Slow enough that concurrent callers overlap.
+                tokio::time::sleep(std::time::Duration::from_millis(50)).await;
+                axum::Json(json!({ "access_token": format!("token-{n}"), "token_type": "Bearer", "expires_in": 600 }))
+            }),
+        );
+        tokio::spawn(async move { axum::serve(listener, app).await.unwrap() });
+        url
+    }
+
+    fn source(url: &str) -> Arc<TokenSource> {
+        Arc::new(TokenSource::new(
+            crate::http_client::new().unwrap(),
+            url,
+            ClientCredentials {
+                token_url: format!("{url}/token"),
+                client_id: "c".into(),
+                client_secret: "s".into(),
+                scopes: vec![],
+                resource: None,
+            },
+        ))
+    }
+
+    #[tokio::test]
+    async fn concurrent_callers_share_one_token_request() {
+        let issued = Arc::new(AtomicUsize::new(0));
+        let tokens = source(&issuer(issued.clone()).await);
+        let handles: Vec<_> = (0..20)
+            .map(|_| {
+                let tokens = tokens.clone();
+                tokio::spawn(async move { tokens.token().await.unwrap() })
+            })
+            .collect();
+        for handle in handles {
+            assert_eq!(handle.await.unwrap(), "token-1");
+        }
+        assert_eq!(issued.load(Ordering::SeqCst), 1);
+        assert_eq!(tokens.token().await.unwrap(), "token-1", "cached");
+    }
+
+    #[tokio::test]
+    async fn a_refused_token_is_replaced_once_however_many_callers_saw_it_refused() {
+        let issued = Arc::new(AtomicUsize::new(0));
+        let tokens = source(&issuer(issued.clone()).await);
+        let first = tokens.token().await.unwrap();
+        let handles: Vec<_> = (0..10)
+            .map(|_| {
+                let tokens = tokens.clone();
+                let first = first.clone();
+                tokio::spawn(async move { tokens.refresh(&first).await.unwrap() })
+            })
+            .collect();
+        for handle in handles {
+            assert_eq!(handle.await.unwrap(), "token-2");
+        }
+        assert_eq!(issued.load(Ordering::SeqCst), 2);
+    }
+}

@@ -18,6 +18,7 @@ pub struct Customer {
     pub booking_count: i64,
     pub total_spent: f64,
     #[schema(value_type = Object)]
+    #[schemars(schema_with = "metadata_schema")]
     pub metadata: Option<Value>,
 }
 
@@ -49,6 +50,7 @@ pub struct OpeningHours {
     pub is_open: bool,
     pub max_people: i64,
     #[schema(value_type = Object)]
+    #[schemars(schema_with = "metadata_schema")]
     pub metadata: Option<Value>,
 }
 
@@ -110,6 +112,7 @@ pub struct Booking {
     pub status: String,
     pub tables: Vec<Table>,
     #[schema(value_type = Object)]
+    #[schemars(schema_with = "metadata_schema")]
     pub metadata: Option<Value>,
     /// Customer-visible comments, oldest first.
     pub comments: Vec<String>,
@@ -126,6 +129,15 @@ pub struct Booking {
     pub referrer: Option<String>,
     pub language_code: String,
     pub restaurant: Option<RestaurantRef>,
+}
+
+/// Free-form metadata: a JSON object, or null. (Described as such rather than as
+/// "anything", which some JSON Schema consumers reject as a property schema.)
+fn metadata_schema(_: &mut schemars::SchemaGenerator) -> schemars::Schema {
+    schemars::json_schema!({
+        "type": ["object", "null"],
+        "description": "Free-form metadata",
+    })
 }
 
 /// Every booking status; the first four hold a table.

@@ -9,6 +9,7 @@ use std::net::SocketAddr;
 
 use anyhow::Context;
 use axum::Router;
+use axum::serve::ListenerExt;
 use tokio::net::TcpListener;
 use tokio_util::sync::CancellationToken;
 
@@ -24,6 +25,13 @@ pub async fn serve(
         .local_addr()
         .context("reading the listener address")?;
     tracing::info!(role, %addr, "listening");
+    // Streamed responses (SSE) go out in small writes; with Nagle's algorithm each
+    // would wait for the peer's delayed ACK (~40 ms on a kept-alive connection).
+    let listener = listener.tap_io(|stream| {
+        if let Err(error) = stream.set_nodelay(true) {
+            tracing::debug!(%error, "cannot set TCP_NODELAY");
+        }
+    });
     axum::serve(
         listener,
         router.into_make_service_with_connect_info::<SocketAddr>(),

@@ -177,7 +177,13 @@ pub async fn bind_sessions(
         tracing::warn!(session = %id, %subject, "refused a session started by another subject");
         return McpHttpError::ForeignSession.into_response();
     }
-    let response = next.run(request).await;
+    let ending = request.method() == axum::http::Method::DELETE;
+    let mut response = next.run(request).await;
+    // rmcp accepts a DELETE with 202; clients (the Python SDK among them) expect the
+    // session to be gone when it succeeds, which 204 says plainly.
+    if ending && response.status() == axum::http::StatusCode::ACCEPTED {
+        *response.status_mut() = axum::http::StatusCode::NO_CONTENT;
+    }
     if presented.is_none()
         && let Some(created) = response
             .headers()

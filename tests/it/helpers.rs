@@ -6,8 +6,7 @@ use std::path::PathBuf;
 use std::sync::Arc;
 use std::time::Duration;
 
-use maitred::cli::Mode;
-use maitred::config::{Endpoint, FileConfig, McpSettings, Settings, sqlite_url};
+use maitred::config::{Settings, sqlite_url};
 use maitred::db::Db;
 use maitred::identity::dev::DevCredentials;
 use serde_json::Value;
@@ -153,26 +152,10 @@ pub fn settings_with_mcp(
     port: u16,
     mcp_port: u16,
 ) -> Settings {
-    let backend = Endpoint::new(port, Some(&format!("http://127.0.0.1:{port}"))).unwrap();
-    let gateway = Endpoint::new(18081, Some("http://127.0.0.1:18081")).unwrap();
-    let mcp = Endpoint::new(mcp_port, Some(&format!("http://127.0.0.1:{mcp_port}"))).unwrap();
-    let mut mcp_role = McpSettings::defaults(&backend, &gateway, &mcp);
-    mcp_role.backend_timeout = Duration::from_secs(2);
-    Settings {
-        mode: Mode::Dev,
-        data_dir,
-        database_url,
-        bind: Ipv4Addr::LOCALHOST.into(),
-        backend,
-        gateway,
-        mcp,
-        external_issuer: None,
-        body_limit: 64 * 1024,
-        auth_rate_limit_per_minute: 10_000,
-        access_token_ttl: Duration::from_secs(900),
-        mcp_role,
-        file: FileConfig::default(),
-    }
+    let mut settings = Settings::local(data_dir, database_url, port, 18081, mcp_port);
+    settings.auth_rate_limit_per_minute = 10_000;
+    settings.mcp_role.backend_timeout = Duration::from_secs(2);
+    settings
 }
 
 impl TestApp {
@@ -276,6 +259,10 @@ impl TestApp {
             backend.stop().await;
         }
         self.db.close().await;
+    }
+
+    pub fn data_dir(&self) -> &std::path::Path {
+        self.data_dir.path()
     }
 
     pub fn credentials(&self) -> DevCredentials {

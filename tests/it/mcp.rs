@@ -578,3 +578,59 @@ async fn a_backend_that_is_down_or_slow_is_unavailable_and_then_recovers() {
     client.cancel().await.unwrap();
     app.stop().await;
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_backend_that_stops_accepting_the_mcp_token_gets_a_fresh_one() {
+    let mut app = TestApp::spawn(&Database::Sqlite).await;
+    let token = app.token("maitred-gateway", &[]).await;
+    let client = connect(&app, &token, MODERN).await;
+    // Warm up: the MCP role now holds a cached backend token.
+    assert_eq!(
+        call(&client, "getTables", json!({})).await.is_error,
+        Some(false)
+    );
+
+    // The issuer's keys are replaced: every token signed before is now refused by
+    // the backend, the MCP role's cached one included.
+    app.stop_backend().await;
+    sqlx::query("DELETE FROM signing_keys")
+        .execute(app.db.pool())
+        .await
+        .unwrap();
+    app.start_backend().await;
+    let result = call(&client, "getTables", json!({})).await;
+    assert_eq!(result.is_error, Some(false), "{}", text(&result));
+    client.cancel().await.unwrap();
+    app.stop().await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_same_tools_over_stdio_for_desktop_clients() {
+    use rmcp::ServiceExt;
+    use rmcp::transport::TokioChildProcess;
+
+    let app = TestApp::spawn(&Database::Sqlite).await;
+    let mut command = tokio::process::Command::new(env!("CARGO_BIN_EXE_maitred"));
+    command
+        .args(["mcp", "--stdio"])
+        .env_clear()
+        .env("PATH", std::env::var("PATH").unwrap_or_default())
+        .env("MAITRED_DATA_DIR", app.data_dir())
+        .env("MAITRED_BACKEND_URL", &app.url)
+        .env("RUST_LOG", "warn")
+        .stderr(std::process::Stdio::null());
+    let client = ().serve(TokioChildProcess::new(command).unwrap()).await.expect("stdio server");
+    let tools = client.list_all_tools().await.unwrap();
+    assert_eq!(tools.len(), 14);
+    let result = client
+        .call_tool(
+            CallToolRequestParams::new("getTables")
+                .with_arguments(json!({ "limit": 2 }).as_object().cloned().unwrap()),
+        )
+        .await
+        .unwrap();
+    assert_eq!(result.is_error, Some(false), "{}", text(&result));
+    assert_eq!(result.structured_content.unwrap()["returned"], 2);
+    client.cancel().await.unwrap();
+    app.stop().await;
+}
