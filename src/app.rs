@@ -39,7 +39,7 @@ pub async fn backend_router(
 ) -> anyhow::Result<(Router, Option<String>)> {
     let verifier = Arc::new(TokenVerifier::new(
         http,
-        VerifierConfig::new(settings.issuer(), settings.backend_resource()),
+        VerifierConfig::new(settings.issuer_location(), settings.backend_resource()),
     ));
     let api = backend::router(
         BackendState {
@@ -153,7 +153,7 @@ async fn print_token(settings: &Settings, args: &TokenArgs) -> anyhow::Result<()
             })?,
     };
     let http = http_client::new()?;
-    let token_url = oauth_client::discover_token_url(&http, settings.issuer()).await?;
+    let token_url = oauth_client::discover_token_url(&http, &settings.issuer_location()).await?;
     let token = oauth_client::client_credentials(
         &http,
         &oauth_client::ClientCredentials {

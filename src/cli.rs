@@ -112,6 +112,11 @@ pub struct GlobalArgs {
     #[arg(long, env = "MAITRED_OIDC_ISSUER", global = true)]
     pub oidc_issuer: Option<String>,
 
+    /// Where the roles reach the issuer from inside a deployment, when its public URL
+    /// does not resolve there (e.g. http://backend:8080 in docker-compose).
+    #[arg(long, env = "MAITRED_ISSUER_INTERNAL_URL", global = true)]
+    pub issuer_internal_url: Option<String>,
+
     /// Largest request body the backend accepts, in bytes.
     #[arg(long, env = "MAITRED_BODY_LIMIT", default_value_t = 64 * 1024, global = true)]
     pub body_limit: usize,

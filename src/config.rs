@@ -10,6 +10,7 @@ use serde::Deserialize;
 
 use crate::cli::{GlobalArgs, Mode};
 use crate::identity::IdentityConfig;
+use crate::issuer::Issuer;
 
 /// The API's path prefix; with the backend's public URL it is the backend's audience.
 pub const API_PREFIX: &str = "/api/v1/resos";
@@ -25,6 +26,8 @@ pub struct Settings {
     pub mcp: Endpoint,
     /// Set when an external OIDC issuer replaces the built-in identity provider.
     pub external_issuer: Option<String>,
+    /// Where the roles reach the issuer, when not at its public URL.
+    pub issuer_internal_url: Option<String>,
     pub body_limit: usize,
     pub auth_rate_limit_per_minute: u32,
     pub access_token_ttl: Duration,
@@ -150,6 +153,7 @@ impl Settings {
             gateway,
             mcp,
             external_issuer: None,
+            issuer_internal_url: None,
             body_limit: 64 * 1024,
             auth_rate_limit_per_minute: 120,
             access_token_ttl: Duration::from_secs(900),
@@ -180,7 +184,7 @@ impl Settings {
         }
         mcp_role.backend_timeout = Duration::from_secs_f64(args.mcp_backend_timeout);
         mcp_role.client_id = args.mcp_client_id.clone();
-        mcp_role.client_secret = args.mcp_client_secret.clone();
+        mcp_role.client_secret = args.mcp_client_secret.clone().filter(|s| !s.is_empty());
         if !args.mcp_allowed_hosts.is_empty() {
             mcp_role.allowed_hosts = args.mcp_allowed_hosts.clone();
         }
@@ -197,6 +201,11 @@ impl Settings {
             mcp,
             mcp_role,
             external_issuer,
+            issuer_internal_url: args
+                .issuer_internal_url
+                .as_deref()
+                .map(normalize_url)
+                .transpose()?,
             body_limit: args.body_limit,
             auth_rate_limit_per_minute: args.auth_rate_limit,
             access_token_ttl: Duration::from_secs(args.access_token_ttl),
@@ -209,6 +218,11 @@ impl Settings {
         self.external_issuer
             .as_deref()
             .unwrap_or(&self.backend.public_url)
+    }
+
+    /// The issuer, with where this process reaches it.
+    pub fn issuer_location(&self) -> Issuer {
+        Issuer::new(self.issuer(), self.issuer_internal_url.as_deref())
     }
 
     pub fn builtin_identity(&self) -> bool {

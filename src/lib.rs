@@ -10,6 +10,7 @@ pub mod db;
 pub mod http;
 pub mod http_client;
 pub mod identity;
+pub mod issuer;
 pub mod mcp;
 pub mod oauth_client;
 pub mod random;

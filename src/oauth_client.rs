@@ -6,6 +6,8 @@ use oauth2::basic::BasicClient;
 use oauth2::{AuthType, ClientId, ClientSecret, Scope, TokenResponse, TokenUrl};
 use serde::Deserialize;
 
+use crate::issuer::Issuer;
+
 #[derive(Debug, Clone)]
 pub struct ClientCredentials {
     pub token_url: String,
@@ -27,16 +29,22 @@ struct Metadata {
 }
 
 /// The issuer's token endpoint, from its discovery document.
-pub async fn discover_token_url(http: &reqwest::Client, issuer: &str) -> anyhow::Result<String> {
-    let url = format!("{issuer}/.well-known/openid-configuration");
-    let response =
-        http.get(&url).send().await.with_context(|| {
-            format!("cannot reach the issuer at {issuer} (is maitred running?)")
+pub async fn discover_token_url(http: &reqwest::Client, issuer: &Issuer) -> anyhow::Result<String> {
+    let mut last_error = None;
+    for url in issuer.metadata_urls() {
+        let response = http.get(&url).send().await.with_context(|| {
+            format!(
+                "cannot reach the issuer at {} (is maitred running?)",
+                issuer.internal
+            )
         })?;
-    if !response.status().is_success() {
-        anyhow::bail!("GET {url}: HTTP {}", response.status());
+        if response.status().is_success() {
+            let metadata = response.json::<Metadata>().await?;
+            return Ok(issuer.internalize(&metadata.token_endpoint));
+        }
+        last_error = Some(anyhow!("GET {url}: HTTP {}", response.status()));
     }
-    Ok(response.json::<Metadata>().await?.token_endpoint)
+    Err(last_error.unwrap_or_else(|| anyhow!("the issuer publishes no metadata")))
 }
 
 pub async fn client_credentials(
@@ -102,7 +110,7 @@ async fn send(
 /// token was refused can force one refresh.
 pub struct TokenSource {
     http: reqwest::Client,
-    issuer: String,
+    issuer: Issuer,
     request: ClientCredentials,
     cached: tokio::sync::Mutex<Option<Cached>>,
 }
@@ -114,14 +122,10 @@ struct Cached {
 
 impl TokenSource {
     /// `request.token_url` may be empty: it is then discovered from `issuer`.
-    pub fn new(
-        http: reqwest::Client,
-        issuer: impl Into<String>,
-        request: ClientCredentials,
-    ) -> Self {
+    pub fn new(http: reqwest::Client, issuer: Issuer, request: ClientCredentials) -> Self {
         Self {
             http,
-            issuer: issuer.into(),
+            issuer,
             request,
             cached: tokio::sync::Mutex::new(None),
         }
@@ -207,7 +211,7 @@ mod tests {
     fn source(url: &str) -> Arc<TokenSource> {
         Arc::new(TokenSource::new(
             crate::http_client::new().unwrap(),
-            url,
+            Issuer::new(url, None),
             ClientCredentials {
                 token_url: format!("{url}/token"),
                 client_id: "c".into(),

@@ -10,6 +10,8 @@ use jsonwebtoken::jwk::{AlgorithmParameters, JwkSet, KeyAlgorithm};
 use serde::Deserialize;
 use tokio::sync::{Mutex, RwLock};
 
+use crate::issuer::Issuer;
+
 /// Keys beyond this many in one JWKS are ignored.
 const MAX_KEYS: usize = 32;
 
@@ -29,7 +31,7 @@ struct Cache {
 
 pub struct JwksCache {
     http: reqwest::Client,
-    issuer: String,
+    issuer: Issuer,
     min_refresh: Duration,
     max_age: Duration,
     cache: RwLock<Cache>,
@@ -50,10 +52,10 @@ struct IssuerMetadata {
 }
 
 impl JwksCache {
-    pub fn new(http: reqwest::Client, issuer: impl Into<String>) -> Self {
+    pub fn new(http: reqwest::Client, issuer: Issuer) -> Self {
         Self {
             http,
-            issuer: issuer.into(),
+            issuer,
             min_refresh: Duration::from_secs(10),
             max_age: Duration::from_secs(3600),
             cache: RwLock::new(Cache::default()),
@@ -109,7 +111,7 @@ impl JwksCache {
             .await
             .map_err(JwksError::Unavailable)?;
         let keys = usable_keys(set);
-        tracing::debug!(issuer = %self.issuer, keys = keys.len(), "fetched the issuer's JWKS");
+        tracing::debug!(issuer = %self.issuer.public, keys = keys.len(), "fetched the issuer's JWKS");
         let mut cache = self.cache.write().await;
         cache.jwks_uri = Some(jwks_uri);
         cache.keys = keys;
@@ -119,13 +121,9 @@ impl JwksCache {
 
     async fn discover(&self) -> Result<String, JwksError> {
         let mut last_error = String::new();
-        for path in [
-            "/.well-known/openid-configuration",
-            "/.well-known/oauth-authorization-server",
-        ] {
-            let url = format!("{}{path}", self.issuer);
+        for url in self.issuer.metadata_urls() {
             match self.get_json::<IssuerMetadata>(&url).await {
-                Ok(metadata) => return Ok(metadata.jwks_uri),
+                Ok(metadata) => return Ok(self.issuer.internalize(&metadata.jwks_uri)),
                 Err(error) => last_error = error,
             }
         }
@@ -177,7 +175,7 @@ fn key_algorithm_name(alg: KeyAlgorithm) -> String {
 impl std::fmt::Debug for JwksCache {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         f.debug_struct("JwksCache")
-            .field("issuer", &self.issuer)
+            .field("issuer", &self.issuer.public)
             .finish_non_exhaustive()
     }
 }
@@ -222,7 +220,7 @@ mod tests {
         let fetches = Arc::new(AtomicUsize::new(0));
         let jwks = JwksCache::new(
             crate::http_client::new().unwrap(),
-            issuer(fetches.clone()).await,
+            Issuer::new(issuer(fetches.clone()).await, None),
         );
         assert!(jwks.key("k1").await.is_ok());
         for n in 0..50 {
@@ -241,7 +239,7 @@ mod tests {
     async fn symmetric_keys_in_a_jwks_are_ignored() {
         let jwks = JwksCache::new(
             crate::http_client::new().unwrap(),
-            issuer(Arc::default()).await,
+            Issuer::new(issuer(Arc::default()).await, None),
         );
         assert!(matches!(
             jwks.key("shared").await,
@@ -252,7 +250,10 @@ mod tests {
 
     #[tokio::test]
     async fn an_unreachable_issuer_is_unavailable_not_invalid() {
-        let jwks = JwksCache::new(crate::http_client::new().unwrap(), "http://127.0.0.1:9");
+        let jwks = JwksCache::new(
+            crate::http_client::new().unwrap(),
+            Issuer::new("http://127.0.0.1:9", None),
+        );
         assert!(matches!(
             jwks.key("k1").await,
             Err(JwksError::Unavailable(_))

@@ -7,11 +7,12 @@ use serde::{Deserialize, Serialize};
 
 use super::error::{AuthError, AuthErrorKind};
 use super::jwks::{JwksCache, JwksError};
+use crate::issuer::Issuer;
 
 #[derive(Debug, Clone)]
 pub struct VerifierConfig {
-    /// The trusted issuer (`iss`), also where its keys are discovered.
-    pub issuer: String,
+    /// The trusted issuer: `iss` must be its public URL; its keys are discovered.
+    pub issuer: Issuer,
     /// This resource server's identifier; tokens must carry it in `aud`.
     pub audience: String,
     /// Never a symmetric algorithm: the keys are public.
@@ -24,9 +25,9 @@ pub struct VerifierConfig {
 }
 
 impl VerifierConfig {
-    pub fn new(issuer: impl Into<String>, audience: impl Into<String>) -> Self {
+    pub fn new(issuer: Issuer, audience: impl Into<String>) -> Self {
         Self {
-            issuer: issuer.into(),
+            issuer,
             audience: audience.into(),
             algorithms: vec![
                 Algorithm::EdDSA,
@@ -153,7 +154,7 @@ impl TokenVerifier {
         let mut validation = Validation::new(header.alg);
         validation.leeway = self.config.leeway_secs;
         validation.validate_nbf = true;
-        validation.set_issuer(&[&self.config.issuer]);
+        validation.set_issuer(&[&self.config.issuer.public]);
         validation.set_audience(&[&self.config.audience]);
         validation.set_required_spec_claims(&["exp", "iss", "aud", "sub"]);
 
@@ -162,7 +163,7 @@ impl TokenVerifier {
                 ErrorKind::ExpiredSignature => "the token has expired".to_owned(),
                 ErrorKind::ImmatureSignature => "the token is not valid yet".to_owned(),
                 ErrorKind::InvalidIssuer => {
-                    format!("the token was not issued by {}", self.config.issuer)
+                    format!("the token was not issued by {}", self.config.issuer.public)
                 }
                 ErrorKind::InvalidAudience => {
                     format!("the token is not meant for {}", self.config.audience)

@@ -46,7 +46,7 @@ fn backend_client(settings: &Settings, http: reqwest::Client) -> anyhow::Result<
     };
     let tokens = TokenSource::new(
         http.clone(),
-        settings.issuer(),
+        settings.issuer_location(),
         ClientCredentials {
             token_url: String::new(),
             client_id: role.client_id.clone(),
@@ -75,7 +75,7 @@ pub fn router(
         "{}/.well-known/oauth-protected-resource/mcp",
         settings.mcp.public_url
     );
-    let mut verifier_config = VerifierConfig::new(settings.issuer(), resource.clone());
+    let mut verifier_config = VerifierConfig::new(settings.issuer_location(), resource.clone());
     verifier_config.challenge_extra = format!(", resource_metadata=\"{metadata_url}\"");
     verifier_config.scope_hint = Some(format!(
         "{} {}",

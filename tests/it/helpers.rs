@@ -198,7 +198,8 @@ impl TestApp {
         let mcp_router = maitred::mcp::router(&settings, http.clone(), mcp_shutdown.clone())
             .expect("mcp router");
         let mcp = Role::serve_until("mcp", mcp, mcp_router, mcp_shutdown);
-        let url = settings.backend.public_url.clone();
+        // Where the backend listens; its public URL may name another address.
+        let url = format!("http://127.0.0.1:{}", settings.backend.port);
         Self {
             api: format!("{url}/api/v1/resos"),
             mcp_url: settings.mcp_resource(),

@@ -634,3 +634,31 @@ async fn the_same_tools_over_stdio_for_desktop_clients() {
     client.cancel().await.unwrap();
     app.stop().await;
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn roles_reach_the_issuer_at_its_internal_address() {
+    // Behind a proxy or in a cluster, the issuer's public URL may not resolve where the
+    // roles run: tokens name the public URL, keys and tokens are fetched internally.
+    let app = TestApp::spawn_with(&Database::Sqlite, |settings| {
+        let real = settings.backend.public_url.clone();
+        settings.backend.public_url = "http://maitred.invalid".to_owned();
+        settings.issuer_internal_url = Some(real.clone());
+        settings.mcp_role.backend_url = real;
+    })
+    .await;
+    let token = app.token("maitred-gateway", &[]).await;
+    let claims: Value = serde_json::from_slice(
+        &base64::Engine::decode(
+            &base64::engine::general_purpose::URL_SAFE_NO_PAD,
+            token.split('.').nth(1).unwrap(),
+        )
+        .unwrap(),
+    )
+    .unwrap();
+    assert_eq!(claims["iss"], "http://maitred.invalid");
+    let client = connect(&app, &token, MODERN).await;
+    let result = call(&client, "getTables", json!({ "limit": 1 })).await;
+    assert_eq!(result.is_error, Some(false), "{}", text(&result));
+    client.cancel().await.unwrap();
+    app.stop().await;
+}
