@@ -13,7 +13,8 @@ use crate::cli::{Cli, Command, Mode, TokenArgs};
 use crate::config::{API_PREFIX, Settings};
 use crate::db::Db;
 use crate::identity::{self, Identity};
-use crate::{http, http_client, mcp, oauth_client, shutdown};
+use crate::{gateway, http, http_client, mcp, oauth_client, shutdown};
+use tokio_util::task::TaskTracker;
 
 /// Connects, migrates and (in dev mode) seeds.
 pub async fn prepare_database(settings: &Settings) -> anyhow::Result<Db> {
@@ -59,12 +60,13 @@ pub async fn backend_router(
 }
 
 pub async fn run(cli: Cli) -> anyhow::Result<()> {
-    let settings = Settings::from_args(&cli.global)?;
+    let settings = Settings::from_args(&cli.global, &cli.gateway)?;
     match cli.command.unwrap_or(Command::All) {
         Command::All => serve(&settings, Roles::All).await,
         Command::Backend => serve(&settings, Roles::Backend).await,
         Command::Mcp(args) if args.stdio => mcp::serve_stdio(&settings, http_client::new()?).await,
         Command::Mcp(_) => serve(&settings, Roles::Mcp).await,
+        Command::Gateway => serve(&settings, Roles::Gateway).await,
         Command::Migrate => {
             let db = Db::connect(&settings.database_url).await?;
             db.migrate().await?;
@@ -73,6 +75,10 @@ pub async fn run(cli: Cli) -> anyhow::Result<()> {
             Ok(())
         }
         Command::Token(args) => print_token(&settings, &args).await,
+        Command::ScriptedLlm(args) => {
+            let addr = SocketAddr::new(settings.bind, args.port);
+            crate::scripted_llm::serve_from_file(&args.script, addr).await
+        }
     }
 }
 
@@ -81,6 +87,7 @@ enum Roles {
     All,
     Backend,
     Mcp,
+    Gateway,
 }
 
 async fn serve(settings: &Settings, roles: Roles) -> anyhow::Result<()> {
@@ -93,9 +100,14 @@ async fn serve(settings: &Settings, roles: Roles) -> anyhow::Result<()> {
     let shutdown = shutdown::on_signal();
     let http = http_client::new()?;
     let mut servers = tokio::task::JoinSet::new();
-    let mut db = None;
-    if roles != Roles::Mcp {
-        let database = prepare_database(settings).await?;
+    let db = if roles == Roles::Mcp {
+        None
+    } else {
+        Some(prepare_database(settings).await?)
+    };
+    let tasks = TaskTracker::new();
+    if matches!(roles, Roles::All | Roles::Backend) {
+        let database = db.clone().context("the backend needs its database")?;
         let (router, banner) = backend_router(settings, database.clone(), http.clone()).await?;
         let listener = http::bind(SocketAddr::new(settings.bind, settings.backend.port)).await?;
         if let Some(banner) = banner {
@@ -107,9 +119,8 @@ async fn serve(settings: &Settings, roles: Roles) -> anyhow::Result<()> {
             settings.backend.public_url,
         );
         servers.spawn(http::serve("backend", listener, router, shutdown.clone()));
-        db = Some(database);
     }
-    if roles != Roles::Backend {
+    if matches!(roles, Roles::All | Roles::Mcp) {
         let router = mcp::router(settings, http.clone(), shutdown.clone())?;
         let listener = http::bind(SocketAddr::new(settings.bind, settings.mcp.port)).await?;
         tracing::info!(
@@ -120,8 +131,18 @@ async fn serve(settings: &Settings, roles: Roles) -> anyhow::Result<()> {
         );
         servers.spawn(http::serve("mcp", listener, router, shutdown.clone()));
     }
-    if roles == Roles::All {
-        tracing::info!("the gateway role is not built yet; not started");
+    if matches!(roles, Roles::All | Roles::Gateway) {
+        let database = db.clone().context("the gateway needs its database")?;
+        let model = gateway::model(settings, http_client::streaming()?);
+        let (router, _) =
+            gateway::router(settings, database, model, shutdown.clone(), tasks.clone())?;
+        let listener = http::bind(SocketAddr::new(settings.bind, settings.gateway.port)).await?;
+        tracing::info!(
+            "gateway role: chat at {}{API_PREFIX}/stream/chat, browser login at {}/login",
+            settings.gateway.public_url,
+            settings.gateway.public_url,
+        );
+        servers.spawn(http::serve("gateway", listener, router, shutdown.clone()));
     }
     // One role failing stops the others: a half-running system is worse than none.
     let mut outcome = Ok(());
@@ -131,6 +152,14 @@ async fn serve(settings: &Settings, roles: Roles) -> anyhow::Result<()> {
             shutdown.cancel();
             outcome = Err(error);
         }
+    }
+    // Answers still being written get a moment to finish and be stored.
+    tasks.close();
+    if tokio::time::timeout(std::time::Duration::from_secs(10), tasks.wait())
+        .await
+        .is_err()
+    {
+        tracing::warn!("some answers were still running at shutdown");
     }
     if let Some(db) = db {
         db.close().await;

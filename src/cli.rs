@@ -15,6 +15,8 @@ use clap::{Args, Parser, Subcommand, ValueEnum};
 pub struct Cli {
     #[command(flatten)]
     pub global: GlobalArgs,
+    #[command(flatten)]
+    pub gateway: GatewayArgs,
     #[command(subcommand)]
     pub command: Option<Command>,
 }
@@ -27,10 +29,14 @@ pub enum Command {
     Backend,
     /// Run the MCP role: the restaurant's tools over Streamable HTTP (or stdio).
     Mcp(McpArgs),
+    /// Run the gateway role: the chat API (SSE), conversations and the browser login.
+    Gateway,
     /// Apply the database migrations and exit.
     Migrate,
     /// Get an access token with a client's credentials and print only the token.
     Token(TokenArgs),
+    /// Serve a scripted OpenAI-compatible upstream (tests, benchmarks, demos).
+    ScriptedLlm(ScriptedLlmArgs),
 }
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
@@ -189,6 +195,120 @@ pub struct GlobalArgs {
         global = true
     )]
     pub mcp_allowed_origins: Vec<String>,
+}
+
+#[derive(Debug, Clone, Args)]
+pub struct GatewayArgs {
+    /// Base URL of an OpenAI-compatible API (https://api.openai.com/v1, Groq, OpenRouter,
+    /// Ollama's /v1, vLLM, llama.cpp server…). Unset: the built-in offline model.
+    #[arg(long, env = "MAITRED_LLM_BASE_URL", global = true)]
+    pub llm_base_url: Option<String>,
+
+    /// API key for the LLM endpoint.
+    #[arg(
+        long,
+        env = "MAITRED_LLM_API_KEY",
+        global = true,
+        hide_env_values = true
+    )]
+    pub llm_api_key: Option<String>,
+
+    /// Model name at the LLM endpoint.
+    #[arg(
+        long,
+        env = "MAITRED_LLM_MODEL",
+        default_value = "gpt-4o-mini",
+        global = true
+    )]
+    pub llm_model: String,
+
+    /// Sampling temperature (default: the provider's).
+    #[arg(long, env = "MAITRED_LLM_TEMPERATURE", global = true)]
+    pub llm_temperature: Option<f32>,
+
+    /// Most tokens one model turn may produce (default: the provider's).
+    #[arg(long, env = "MAITRED_LLM_MAX_TOKENS", global = true)]
+    pub llm_max_tokens: Option<u32>,
+
+    /// A file whose text replaces the built-in system prompt ({today} becomes the date).
+    #[arg(long, env = "MAITRED_SYSTEM_PROMPT_FILE", global = true)]
+    pub system_prompt_file: Option<PathBuf>,
+
+    /// TOML file listing the MCP servers the gateway uses (default: maitred's own).
+    #[arg(long, env = "MAITRED_MCP_SERVERS", global = true)]
+    pub mcp_servers: Option<PathBuf>,
+
+    /// Most model turns one question may take.
+    #[arg(
+        long,
+        env = "MAITRED_MAX_ITERATIONS",
+        default_value_t = 10,
+        global = true
+    )]
+    pub max_iterations: u32,
+
+    /// Most bytes of one tool result given to the model; the rest is cut, with a marker.
+    #[arg(long, env = "MAITRED_TOOL_OUTPUT_CAP", default_value_t = 16 * 1024, global = true)]
+    pub tool_output_cap: usize,
+
+    /// Seconds a write tool waits for the user's approval before it counts as denied.
+    #[arg(
+        long,
+        env = "MAITRED_APPROVAL_TIMEOUT",
+        default_value_t = 300,
+        global = true
+    )]
+    pub approval_timeout: u64,
+
+    /// Longest question accepted, in characters.
+    #[arg(
+        long,
+        env = "MAITRED_QUESTION_LIMIT",
+        default_value_t = 4000,
+        global = true
+    )]
+    pub question_limit: usize,
+
+    /// Characters of earlier conversation given to the model with a new question.
+    #[arg(
+        long,
+        env = "MAITRED_CONTEXT_BUDGET",
+        default_value_t = 24_000,
+        global = true
+    )]
+    pub context_budget: usize,
+
+    /// Where the gateway reaches maitred's MCP role (default: its public URL).
+    #[arg(long, env = "MAITRED_GATEWAY_MCP_URL", global = true)]
+    pub gateway_mcp_url: Option<String>,
+
+    /// The gateway's client secret for the MCP server (default in dev mode: the generated one).
+    #[arg(
+        long,
+        env = "MAITRED_GATEWAY_CLIENT_SECRET",
+        global = true,
+        hide_env_values = true
+    )]
+    pub gateway_client_secret: Option<String>,
+
+    /// Seconds a generation nobody is watching keeps running before it is cancelled.
+    #[arg(
+        long,
+        env = "MAITRED_STREAM_GRACE",
+        default_value_t = 30,
+        global = true
+    )]
+    pub stream_grace: u64,
+}
+
+#[derive(Debug, Clone, Args)]
+pub struct ScriptedLlmArgs {
+    /// The JSON script (format: the scripted_llm module's documentation).
+    #[arg(long)]
+    pub script: PathBuf,
+    /// Port to listen on (127.0.0.1).
+    #[arg(long, default_value_t = 8090)]
+    pub port: u16,
 }
 
 #[derive(Debug, Clone, Args)]

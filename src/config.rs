@@ -8,7 +8,7 @@ use std::time::Duration;
 use anyhow::{Context, bail};
 use serde::Deserialize;
 
-use crate::cli::{GlobalArgs, Mode};
+use crate::cli::{GatewayArgs, GlobalArgs, Mode};
 use crate::identity::IdentityConfig;
 use crate::issuer::Issuer;
 
@@ -32,7 +32,103 @@ pub struct Settings {
     pub auth_rate_limit_per_minute: u32,
     pub access_token_ttl: Duration,
     pub mcp_role: McpSettings,
+    pub gateway_role: GatewaySettings,
     pub file: FileConfig,
+}
+
+/// The chat gateway: which model, which MCP servers, and the loop's limits.
+#[derive(Debug, Clone)]
+pub struct GatewaySettings {
+    /// `None`: the built-in offline model.
+    pub llm: Option<LlmSettings>,
+    /// Replaces the built-in system prompt; `{today}` becomes the date.
+    pub system_prompt: Option<String>,
+    pub mcp_servers_file: Option<PathBuf>,
+    /// Where the gateway reaches maitred's own MCP role, if not at its public URL.
+    pub mcp_url: Option<String>,
+    /// The gateway's secret at the issuer, for its MCP token.
+    pub mcp_client_secret: Option<String>,
+    pub max_iterations: u32,
+    pub tool_output_cap: usize,
+    pub approval_timeout: Duration,
+    pub question_limit: usize,
+    pub context_budget: usize,
+    pub stream_grace: Duration,
+    /// Pause between the offline model's text fragments, so streaming is visible.
+    pub offline_fragment_delay: Duration,
+}
+
+#[derive(Debug, Clone)]
+pub struct LlmSettings {
+    pub base_url: String,
+    pub api_key: Option<String>,
+    pub model: String,
+    pub temperature: Option<f32>,
+    pub max_tokens: Option<u32>,
+}
+
+impl Default for GatewaySettings {
+    fn default() -> Self {
+        Self {
+            llm: None,
+            system_prompt: None,
+            mcp_servers_file: None,
+            mcp_url: None,
+            mcp_client_secret: None,
+            max_iterations: 10,
+            tool_output_cap: 16 * 1024,
+            approval_timeout: Duration::from_secs(300),
+            question_limit: 4000,
+            context_budget: 24_000,
+            stream_grace: Duration::from_secs(30),
+            offline_fragment_delay: Duration::from_millis(15),
+        }
+    }
+}
+
+impl GatewaySettings {
+    pub fn from_args(args: &GatewayArgs) -> anyhow::Result<Self> {
+        let llm = match &args.llm_base_url {
+            Some(url) if !url.trim().is_empty() => Some(LlmSettings {
+                base_url: normalize_url(url)?,
+                api_key: args.llm_api_key.clone().filter(|k| !k.is_empty()),
+                model: args.llm_model.clone(),
+                temperature: args.llm_temperature,
+                max_tokens: args.llm_max_tokens,
+            }),
+            _ => None,
+        };
+        let system_prompt = match &args.system_prompt_file {
+            Some(path) => Some(
+                std::fs::read_to_string(path)
+                    .with_context(|| format!("reading the system prompt {}", path.display()))?,
+            ),
+            None => None,
+        };
+        if args.max_iterations == 0 || args.question_limit == 0 || args.tool_output_cap < 256 {
+            bail!(
+                "MAITRED_MAX_ITERATIONS and MAITRED_QUESTION_LIMIT must be positive, MAITRED_TOOL_OUTPUT_CAP at least 256"
+            );
+        }
+        Ok(Self {
+            llm,
+            system_prompt,
+            mcp_servers_file: args.mcp_servers.clone(),
+            mcp_url: args
+                .gateway_mcp_url
+                .as_deref()
+                .map(normalize_url)
+                .transpose()?,
+            mcp_client_secret: args.gateway_client_secret.clone().filter(|s| !s.is_empty()),
+            max_iterations: args.max_iterations,
+            tool_output_cap: args.tool_output_cap,
+            approval_timeout: Duration::from_secs(args.approval_timeout),
+            question_limit: args.question_limit,
+            context_budget: args.context_budget,
+            stream_grace: Duration::from_secs(args.stream_grace),
+            ..Self::default()
+        })
+    }
 }
 
 /// How the MCP role reaches the backend and whom it answers.
@@ -158,11 +254,12 @@ impl Settings {
             auth_rate_limit_per_minute: 120,
             access_token_ttl: Duration::from_secs(900),
             mcp_role,
+            gateway_role: GatewaySettings::default(),
             file: FileConfig::default(),
         }
     }
 
-    pub fn from_args(args: &GlobalArgs) -> anyhow::Result<Self> {
+    pub fn from_args(args: &GlobalArgs, gateway_args: &GatewayArgs) -> anyhow::Result<Self> {
         let database_url = match &args.database_url {
             Some(url) => url.clone(),
             None => sqlite_url(&args.data_dir.join("maitred.db")),
@@ -200,6 +297,7 @@ impl Settings {
             gateway,
             mcp,
             mcp_role,
+            gateway_role: GatewaySettings::from_args(gateway_args)?,
             external_issuer,
             issuer_internal_url: args
                 .issuer_internal_url

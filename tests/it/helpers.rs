@@ -6,13 +6,15 @@ use std::path::PathBuf;
 use std::sync::Arc;
 use std::time::Duration;
 
-use maitred::config::{Settings, sqlite_url};
+use maitred::config::{LlmSettings, Settings, sqlite_url};
 use maitred::db::Db;
 use maitred::identity::dev::DevCredentials;
+use maitred::scripted_llm::{Script, ScriptedLlm};
 use serde_json::Value;
 use tokio::net::TcpListener;
 use tokio::task::JoinHandle;
 use tokio_util::sync::CancellationToken;
+use tokio_util::task::TaskTracker;
 
 /// Logs go to the test's captured output: shown when a test fails, silent otherwise.
 fn init_logs() {
@@ -101,12 +103,23 @@ pub struct TestApp {
     pub api: String,
     /// The MCP endpoint, `<mcp role>/mcp`.
     pub mcp_url: String,
+    /// The gateway's base URL.
+    pub gateway_url: String,
+    /// The scripted LLM the gateway talks to, when the test gave a script.
+    pub llm: Option<ScriptedLlm>,
     pub http: reqwest::Client,
     pub settings: Settings,
     pub db: Db,
     data_dir: Arc<tempfile::TempDir>,
     backend: Option<Role>,
     mcp: Option<Role>,
+    gateway: Option<Role>,
+}
+
+/// The gateway's model in a test.
+pub enum Llm {
+    Offline,
+    Scripted(Script),
 }
 
 struct Role {
@@ -164,18 +177,59 @@ impl TestApp {
     }
 
     pub async fn spawn_with(database: &Database, tweak: impl FnOnce(&mut Settings)) -> Self {
+        Self::spawn_chat(database, Llm::Offline, tweak).await
+    }
+
+    /// All three roles; the gateway answers with `llm`.
+    pub async fn spawn_chat(
+        database: &Database,
+        llm: Llm,
+        tweak: impl FnOnce(&mut Settings),
+    ) -> Self {
         let data_dir = Arc::new(tempfile::tempdir().expect("temp dir"));
         let database_url = database.url(data_dir.path()).await;
         let backend = TcpListener::bind((Ipv4Addr::LOCALHOST, 0)).await.unwrap();
         let mcp = TcpListener::bind((Ipv4Addr::LOCALHOST, 0)).await.unwrap();
-        let mut settings = settings_with_mcp(
+        let gateway = TcpListener::bind((Ipv4Addr::LOCALHOST, 0)).await.unwrap();
+        let mut settings = Settings::local(
             data_dir.path().to_owned(),
             database_url,
             backend.local_addr().unwrap().port(),
+            gateway.local_addr().unwrap().port(),
             mcp.local_addr().unwrap().port(),
         );
+        settings.auth_rate_limit_per_minute = 10_000;
+        settings.mcp_role.backend_timeout = Duration::from_secs(2);
+        settings.gateway_role.offline_fragment_delay = Duration::ZERO;
         tweak(&mut settings);
-        Self::start(settings, backend, mcp, data_dir).await
+        let llm = match llm {
+            Llm::Offline => None,
+            Llm::Scripted(script) => Some(ScriptedLlm::start(script).await.expect("scripted LLM")),
+        };
+        if let Some(llm) = &llm {
+            settings.gateway_role.llm = Some(LlmSettings {
+                base_url: llm.base_url(),
+                api_key: Some("test-key".into()),
+                model: "scripted".into(),
+                temperature: None,
+                max_tokens: None,
+            });
+        }
+        let mut app = Self::start(settings, backend, mcp, data_dir).await;
+        let model =
+            maitred::gateway::model(&app.settings, maitred::http_client::streaming().unwrap());
+        let shutdown = CancellationToken::new();
+        let (router, _) = maitred::gateway::router(
+            &app.settings,
+            app.db.clone(),
+            model,
+            shutdown.clone(),
+            TaskTracker::new(),
+        )
+        .expect("gateway router");
+        app.gateway = Some(Role::serve_until("gateway", gateway, router, shutdown));
+        app.llm = llm;
+        app
     }
 
     async fn start(
@@ -203,6 +257,9 @@ impl TestApp {
         Self {
             api: format!("{url}/api/v1/resos"),
             mcp_url: settings.mcp_resource(),
+            gateway_url: format!("http://127.0.0.1:{}", settings.gateway.port),
+            llm: None,
+            gateway: None,
             url,
             http,
             settings,
@@ -253,6 +310,12 @@ impl TestApp {
     }
 
     pub async fn stop(mut self) {
+        if let Some(gateway) = self.gateway.take() {
+            gateway.stop().await;
+        }
+        if let Some(llm) = self.llm.take() {
+            llm.stop().await;
+        }
         if let Some(mcp) = self.mcp.take() {
             mcp.stop().await;
         }
@@ -361,4 +424,146 @@ macro_rules! on_both_databases {
             }
         )*
     };
+}
+
+/// One server-sent event.
+#[derive(Debug, Clone)]
+pub struct SseEvent {
+    pub id: Option<u64>,
+    pub event: String,
+    pub data: Value,
+}
+
+/// Reads a `text/event-stream` response event by event.
+pub struct SseReader {
+    response: reqwest::Response,
+    buffer: String,
+}
+
+impl SseReader {
+    pub fn new(response: reqwest::Response) -> Self {
+        Self {
+            response,
+            buffer: String::new(),
+        }
+    }
+
+    /// The next event (comments such as keep-alives skipped), or `None` at the end.
+    pub async fn next(&mut self) -> Option<SseEvent> {
+        loop {
+            if let Some(end) = self.buffer.find("\n\n") {
+                let block: String = self.buffer.drain(..end + 2).collect();
+                let mut event = SseEvent {
+                    id: None,
+                    event: "message".into(),
+                    data: Value::Null,
+                };
+                let mut data = String::new();
+                for line in block.lines() {
+                    if let Some(v) = line.strip_prefix("id:") {
+                        event.id = v.trim().parse().ok();
+                    } else if let Some(v) = line.strip_prefix("event:") {
+                        event.event = v.trim().to_owned();
+                    } else if let Some(v) = line.strip_prefix("data:") {
+                        data.push_str(v.strip_prefix(' ').unwrap_or(v));
+                    }
+                }
+                if data.is_empty() {
+                    continue;
+                }
+                event.data = serde_json::from_str(&data).unwrap_or(Value::String(data));
+                return Some(event);
+            }
+            match tokio::time::timeout(Duration::from_secs(30), self.response.chunk()).await {
+                Ok(Ok(Some(bytes))) => self.buffer.push_str(&String::from_utf8_lossy(&bytes)),
+                Ok(_) => return None,
+                Err(_) => panic!("no event within 30 s; so far: {:?}", self.buffer),
+            }
+        }
+    }
+
+    /// Every remaining event, up to and including `done`.
+    pub async fn rest(&mut self) -> Vec<SseEvent> {
+        let mut events = Vec::new();
+        while let Some(event) = self.next().await {
+            let done = event.event == "done";
+            events.push(event);
+            if done {
+                break;
+            }
+        }
+        events
+    }
+
+    /// Events until one named `name` (included).
+    pub async fn until(&mut self, name: &str) -> Vec<SseEvent> {
+        let mut events = Vec::new();
+        while let Some(event) = self.next().await {
+            let found = event.event == name;
+            events.push(event);
+            if found {
+                return events;
+            }
+        }
+        panic!("the stream ended without a {name} event: {events:?}");
+    }
+}
+
+/// The text of every `token` event, joined.
+pub fn answer(events: &[SseEvent]) -> String {
+    events
+        .iter()
+        .filter(|e| e.event == "token")
+        .map(|e| e.data["text"].as_str().unwrap_or_default())
+        .collect()
+}
+
+impl TestApp {
+    /// `POST /stream/chat` with a bearer token.
+    pub async fn ask(&self, token: &str, question: &str, conversation: Option<&str>) -> SseReader {
+        let mut body = serde_json::json!({ "question": question });
+        if let Some(id) = conversation {
+            body["conversation_id"] = id.into();
+        }
+        let response = self
+            .http
+            .post(format!("{}/api/v1/resos/stream/chat", self.gateway_url))
+            .bearer_auth(token)
+            .json(&body)
+            .send()
+            .await
+            .unwrap();
+        assert_eq!(
+            response.status(),
+            200,
+            "ask: {}",
+            response.text().await.unwrap_or_default()
+        );
+        assert_eq!(response.headers()["content-type"], "text/event-stream");
+        SseReader::new(response)
+    }
+
+    /// A chat token, as `maitred token --client maitred-cli` gets one.
+    pub async fn chat_token(&self) -> String {
+        self.token("maitred-cli", &[]).await
+    }
+
+    pub async fn gateway_post(&self, path: &str, token: &str, body: &Value) -> reqwest::Response {
+        self.http
+            .post(format!("{}{path}", self.gateway_url))
+            .bearer_auth(token)
+            .json(body)
+            .send()
+            .await
+            .unwrap()
+    }
+
+    pub async fn gateway_get(&self, path: &str, token: &str) -> reqwest::Response {
+        self.http
+            .get(format!("{}{path}", self.gateway_url))
+            .bearer_auth(token)
+            .send()
+            .await
+            .unwrap()
+    }
 }

@@ -7,6 +7,7 @@ mod helpers;
 
 mod api;
 mod bookings;
+mod chat;
 mod errors;
 mod identity;
 mod mcp;

@@ -1,0 +1,543 @@
+//! The tool loop of one question: stream the model's answer, run the tools it asks
+//! for (concurrently, each through validation, policy, approval and the MCP call),
+//! give it the results, and repeat until it stops or the turn budget is spent.
+
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+use futures::StreamExt;
+use serde_json::Value;
+
+use super::approvals::{Approvals, Outcome, Request};
+use super::assemble::Assembler;
+use super::events::{ChatEvent, Finish, ToolStatus};
+use super::generation::Generation;
+use super::present;
+use super::store::{NewMessage, Store};
+use crate::config::GatewaySettings;
+use crate::gateway::auth::ChatUser;
+use crate::gateway::llm::{
+    ChatModel, ChatRequest, FinishReason, Message, ModelError, ModelEvent, ToolCall, Usage,
+};
+use crate::gateway::tools::{CallOutcome, Catalogue, ToolHub};
+
+/// How often streamed text is written to the database while a turn runs.
+const FLUSH_EVERY: Duration = Duration::from_secs(2);
+
+pub struct Agent {
+    pub model: Arc<dyn ChatModel>,
+    pub tools: Arc<ToolHub>,
+    pub store: Store,
+    pub approvals: Arc<Approvals>,
+    pub settings: GatewaySettings,
+}
+
+/// Why a run ended early.
+enum Stop {
+    Cancelled,
+    Failed(ModelError),
+}
+
+impl From<ModelError> for Stop {
+    fn from(error: ModelError) -> Self {
+        Stop::Failed(error)
+    }
+}
+
+/// What the loop hands on between turns.
+struct Run<'a> {
+    generation: &'a Generation,
+    user: &'a ChatUser,
+    messages: Vec<Message>,
+    usage: Usage,
+}
+
+impl Agent {
+    pub fn system_prompt(&self) -> String {
+        let today = chrono::Utc::now().date_naive();
+        let template = self
+            .settings
+            .system_prompt
+            .as_deref()
+            .unwrap_or(DEFAULT_PROMPT);
+        template
+            .replace("{today}", &today.format("%Y-%m-%d").to_string())
+            .replace("{weekday}", &today.format("%A").to_string())
+    }
+
+    /// Runs the question to its end; the last event it emits is `done`.
+    pub async fn run(
+        &self,
+        generation: &Generation,
+        user: &ChatUser,
+        history: Vec<Message>,
+        question: String,
+    ) {
+        let mut messages = vec![Message::System {
+            content: self.system_prompt(),
+        }];
+        messages.extend(history);
+        messages.push(Message::User { content: question });
+        let mut run = Run {
+            generation,
+            user,
+            messages,
+            usage: Usage::default(),
+        };
+        let finish = match self.turns(&mut run).await {
+            Ok(finish) => finish,
+            Err(Stop::Cancelled) => Finish::Cancelled,
+            Err(Stop::Failed(error)) => {
+                tracing::warn!(message_id = %generation.id, %error, "the model failed");
+                generation.emit(ChatEvent::Error {
+                    code: code(&error).to_owned(),
+                    message: user_message(&error),
+                });
+                Finish::Error
+            }
+        };
+        if run.usage.total_tokens > 0 {
+            let usage = run.usage;
+            generation.emit(ChatEvent::Usage {
+                prompt_tokens: usage.prompt_tokens,
+                completion_tokens: usage.completion_tokens,
+                total_tokens: usage.total_tokens,
+            });
+            if let Err(error) = self
+                .store
+                .usage(
+                    &generation.id,
+                    &generation.conversation_id,
+                    &user.subject,
+                    self.model.name(),
+                    usage,
+                )
+                .await
+            {
+                tracing::error!(%error, "recording token usage");
+            }
+        }
+        generation.emit(ChatEvent::Done {
+            finish_reason: finish,
+        });
+    }
+
+    async fn turns(&self, run: &mut Run<'_>) -> Result<Finish, Stop> {
+        let catalogue = self.tools.catalogue().await;
+        let tools = catalogue.defs();
+        for turn in 0..self.settings.max_iterations {
+            let (turn_id, calls) = self.model_turn(run, &tools, turn).await?;
+            if calls.is_empty() {
+                return Ok(Finish::Stop);
+            }
+            let cancel = run.generation.cancel.clone();
+            let results = tokio::select! {
+                () = cancel.cancelled() => return Err(Stop::Cancelled),
+                results = futures::future::join_all(
+                    calls.iter().map(|call| self.tool(run.generation, run.user, &catalogue, &turn_id, call)),
+                ) => results,
+            };
+            for (call, content) in calls.iter().zip(results) {
+                let stored = self
+                    .store
+                    .append(
+                        &run.generation.conversation_id,
+                        NewMessage {
+                            generation_id: Some(&run.generation.id),
+                            role: "tool",
+                            content: Some(&content),
+                            tool_calls: &[],
+                            tool_call_id: Some(&call.id),
+                            status: "complete",
+                            model: None,
+                        },
+                    )
+                    .await;
+                if let Err(error) = stored {
+                    tracing::error!(%error, "storing a tool result");
+                }
+                run.messages.push(Message::Tool {
+                    tool_call_id: call.id.clone(),
+                    content,
+                });
+            }
+        }
+        let note = format!(
+            "\n\n_Stopped after {} steps without a final answer._",
+            self.settings.max_iterations
+        );
+        run.generation.emit(ChatEvent::Token { text: note.clone() });
+        Ok(Finish::MaxIterations)
+    }
+
+    /// One streamed model turn; returns its stored row and the tool calls it asked for.
+    async fn model_turn(
+        &self,
+        run: &mut Run<'_>,
+        tools: &[crate::gateway::llm::ToolDef],
+        turn: u32,
+    ) -> Result<(String, Vec<ToolCall>), Stop> {
+        let generation = run.generation;
+        let cancel = generation.cancel.clone();
+        let request = ChatRequest {
+            messages: run.messages.clone(),
+            tools: tools.to_vec(),
+            temperature: None,
+            max_tokens: None,
+        };
+        let mut stream = tokio::select! {
+            () = cancel.cancelled() => return Err(Stop::Cancelled),
+            stream = self.model.stream(request) => stream?,
+        };
+        let row = self
+            .store
+            .append(
+                &generation.conversation_id,
+                NewMessage {
+                    generation_id: Some(&generation.id),
+                    role: "assistant",
+                    content: Some(""),
+                    tool_calls: &[],
+                    tool_call_id: None,
+                    status: "streaming",
+                    model: Some(self.model.name()),
+                },
+            )
+            .await
+            .map_err(|e| Stop::Failed(ModelError::Protocol(format!("storing the answer: {e}"))))?;
+        let mut text = String::new();
+        let mut assembler = Assembler::default();
+        let mut flushed = Instant::now();
+        let mut finished = None;
+        let outcome: Result<(), Stop> = loop {
+            let next = tokio::select! {
+                () = cancel.cancelled() => break Err(Stop::Cancelled),
+                next = stream.next() => next,
+            };
+            match next {
+                None => break Ok(()),
+                Some(Ok(ModelEvent::Text(fragment))) => {
+                    text.push_str(&fragment);
+                    generation.emit(ChatEvent::Token { text: fragment });
+                    if flushed.elapsed() >= FLUSH_EVERY {
+                        flushed = Instant::now();
+                        let _ = self.store.update(&row, &text, &[], "streaming").await;
+                    }
+                }
+                Some(Ok(ModelEvent::ToolCallDelta {
+                    index,
+                    id,
+                    name,
+                    arguments,
+                })) => {
+                    assembler.push(index, id, name, arguments);
+                }
+                Some(Ok(ModelEvent::Usage(usage))) => {
+                    run.usage.prompt_tokens += usage.prompt_tokens;
+                    run.usage.completion_tokens += usage.completion_tokens;
+                    run.usage.total_tokens += usage.total_tokens;
+                }
+                Some(Ok(ModelEvent::Finished(reason))) => finished = Some(reason),
+                Some(Err(error)) => break Err(Stop::Failed(error)),
+            }
+        };
+        // Dropping the stream closes the upstream request at once.
+        drop(stream);
+        let calls = if outcome.is_ok() && !assembler.is_empty() {
+            assembler.finish(&format!("{}-{turn}", generation.id))
+        } else {
+            Vec::new()
+        };
+        let status = match &outcome {
+            Ok(()) => "complete",
+            Err(Stop::Cancelled) => "cancelled",
+            Err(Stop::Failed(_)) => "error",
+        };
+        if let Err(error) = self.store.update(&row, &text, &calls, status).await {
+            tracing::error!(%error, "storing the answer");
+        }
+        outcome?;
+        if finished.is_none() && calls.is_empty() && text.is_empty() {
+            return Err(Stop::Failed(ModelError::Protocol(
+                "the stream ended before the model said anything".to_owned(),
+            )));
+        }
+        if finished == Some(FinishReason::Length) {
+            tracing::info!(message_id = %generation.id, "the model hit its token limit");
+        }
+        run.messages.push(Message::Assistant {
+            content: (!text.is_empty()).then_some(text),
+            tool_calls: calls.clone(),
+        });
+        Ok((row, calls))
+    }
+
+    /// One tool call through the pipeline; returns what the model is told.
+    async fn tool(
+        &self,
+        generation: &Generation,
+        user: &ChatUser,
+        catalogue: &Catalogue,
+        turn_id: &str,
+        call: &ToolCall,
+    ) -> String {
+        let id = format!("tc_{}", uuid::Uuid::now_v7().simple());
+        let started = Instant::now();
+        let arguments: Result<Value, String> = if call.arguments.trim().is_empty() {
+            Ok(Value::Object(Default::default()))
+        } else {
+            serde_json::from_str(&call.arguments)
+                .map_err(|e| format!("the arguments are not valid JSON ({e})"))
+        };
+        let shown_arguments = arguments
+            .clone()
+            .unwrap_or_else(|_| Value::String(call.arguments.clone()));
+        let Some(tool) = catalogue.find(&call.name) else {
+            let available: Vec<&str> = catalogue.tools.iter().map(|t| t.exposed.as_str()).collect();
+            generation.emit(ChatEvent::ToolCall {
+                id: id.clone(),
+                server: String::new(),
+                tool: call.name.clone(),
+                title: format!("Unknown tool {}", call.name),
+                arguments: shown_arguments,
+            });
+            self.finish_tool(generation, &id, started, ToolStatus::Error, "unknown tool")
+                .await;
+            return format!(
+                "Error: there is no tool named {}. Available tools: {}.",
+                call.name,
+                available.join(", ")
+            );
+        };
+        generation.emit(ChatEvent::ToolCall {
+            id: id.clone(),
+            server: tool.server.clone(),
+            tool: tool.tool.clone(),
+            title: present::title(&tool.title, &shown_arguments),
+            arguments: shown_arguments.clone(),
+        });
+        if let Err(error) = self
+            .store
+            .tool_call_started(
+                &id,
+                &generation.id,
+                &generation.conversation_id,
+                turn_id,
+                &call.id,
+                &tool.server,
+                &tool.tool,
+                &shown_arguments,
+            )
+            .await
+        {
+            tracing::error!(%error, "recording a tool call");
+        }
+        let arguments = match arguments.and_then(|a| tool.validate(&a).map(|()| a)) {
+            Ok(Value::Object(arguments)) => arguments,
+            Ok(_) => {
+                let message = "the arguments must be a JSON object".to_owned();
+                return self
+                    .refused(generation, &id, started, &tool.exposed, &message)
+                    .await;
+            }
+            Err(problem) => {
+                return self
+                    .refused(generation, &id, started, &tool.exposed, &problem)
+                    .await;
+            }
+        };
+        if !tool.read_only {
+            let request = Request {
+                id: &id,
+                conversation: &generation.conversation_id,
+                owner: &user.subject,
+                server: &tool.server,
+                tool: &tool.tool,
+                arguments: &shown_arguments,
+            };
+            let outcome = match self.approvals.remembered(&request).await {
+                Ok(true) => self
+                    .approvals
+                    .record_remembered(&request)
+                    .await
+                    .map(|()| Outcome::Remembered),
+                Ok(false) => {
+                    let expires_at = self.approvals.expires_at();
+                    match self.approvals.open(&request, &expires_at).await {
+                        Ok(decision) => {
+                            generation.emit(ChatEvent::ApprovalRequired {
+                                id: id.clone(),
+                                server: tool.server.clone(),
+                                tool: tool.tool.clone(),
+                                title: present::title(&tool.title, &shown_arguments),
+                                arguments: shown_arguments.clone(),
+                                expires_at,
+                            });
+                            self.approvals
+                                .wait(&request, decision, &generation.cancel)
+                                .await
+                        }
+                        Err(error) => Err(error),
+                    }
+                }
+                Err(error) => Err(error),
+            };
+            let refusal = match outcome {
+                Ok(Outcome::Approved | Outcome::Remembered) => None,
+                Ok(Outcome::Denied) => Some("denied by the user"),
+                Ok(Outcome::Expired) => Some("not approved in time"),
+                Ok(Outcome::Cancelled) => Some("cancelled"),
+                Err(error) => {
+                    tracing::error!(%error, "approval bookkeeping failed");
+                    Some("the approval could not be recorded")
+                }
+            };
+            if let Some(reason) = refusal {
+                self.finish_tool(generation, &id, started, ToolStatus::Denied, reason)
+                    .await;
+                return format!(
+                    "The user did not allow this call ({reason}). Nothing was changed. Tell the user, and do not try it again unless they ask."
+                );
+            }
+        }
+        let outcome = self.tools.call(&tool, arguments, &user.subject).await;
+        let (status, summary, text) = match outcome {
+            CallOutcome::Ok { text, structured } => {
+                let summary = present::summary(&text, structured.as_ref());
+                (ToolStatus::Ok, summary, text)
+            }
+            CallOutcome::ToolError(text) => (
+                ToolStatus::Error,
+                present::shorten(&text, 160),
+                format!("Error: {text}"),
+            ),
+            CallOutcome::Unavailable(reason) => (
+                ToolStatus::Unavailable,
+                present::shorten(&reason, 160),
+                format!(
+                    "The tool is unavailable right now ({reason}). Tell the user; do not retry it now."
+                ),
+            ),
+        };
+        self.finish_tool(generation, &id, started, status, &summary)
+            .await;
+        cap(text, self.settings.tool_output_cap)
+    }
+
+    /// A call refused before it ran (bad arguments): the model gets the reason.
+    async fn refused(
+        &self,
+        generation: &Generation,
+        id: &str,
+        started: Instant,
+        tool: &str,
+        problem: &str,
+    ) -> String {
+        let summary = format!("invalid arguments: {}", present::shorten(problem, 120));
+        self.finish_tool(generation, id, started, ToolStatus::Error, &summary)
+            .await;
+        format!(
+            "Error: the arguments for {tool} do not fit its input schema: {problem}. Correct them and call it again."
+        )
+    }
+
+    async fn finish_tool(
+        &self,
+        generation: &Generation,
+        id: &str,
+        started: Instant,
+        status: ToolStatus,
+        summary: &str,
+    ) {
+        let duration_ms = u64::try_from(started.elapsed().as_millis()).unwrap_or(u64::MAX);
+        let stored = match &status {
+            ToolStatus::Ok => "ok",
+            ToolStatus::Error => "error",
+            ToolStatus::Denied => "denied",
+            ToolStatus::Unavailable => "unavailable",
+        };
+        if let Err(error) = self
+            .store
+            .tool_call_finished(id, stored, duration_ms, summary)
+            .await
+        {
+            tracing::error!(%error, "recording a tool result");
+        }
+        generation.emit(ChatEvent::ToolResult {
+            id: id.to_owned(),
+            status,
+            duration_ms,
+            summary: summary.to_owned(),
+        });
+    }
+}
+
+/// Tool output past the cap is cut, and says so, so the model knows it saw a part.
+fn cap(text: String, max: usize) -> String {
+    if text.len() <= max {
+        return text;
+    }
+    let mut cut = max;
+    while !text.is_char_boundary(cut) {
+        cut -= 1;
+    }
+    format!(
+        "{}\n…[output truncated: the first {cut} of {} bytes are shown; ask for less, e.g. with a smaller limit or a filter]",
+        &text[..cut],
+        text.len()
+    )
+}
+
+fn code(error: &ModelError) -> &'static str {
+    match error {
+        ModelError::RateLimited { .. } => "model_rate_limited",
+        ModelError::Upstream { .. } => "model_error",
+        ModelError::Connection(_) => "model_unreachable",
+        ModelError::Protocol(_) => "model_protocol",
+        ModelError::Timeout(_) => "model_timeout",
+    }
+}
+
+/// A user-safe message: what happened, not the provider's internals.
+fn user_message(error: &ModelError) -> String {
+    match error {
+        ModelError::RateLimited { .. } => {
+            "The language model is busy (rate limited). Please try again in a moment.".to_owned()
+        }
+        ModelError::Upstream { status, .. } => {
+            format!("The language model failed (HTTP {status}). Please try again.")
+        }
+        ModelError::Connection(_) => {
+            "The connection to the language model broke off. Please try again.".to_owned()
+        }
+        ModelError::Protocol(_) => {
+            "The language model sent an answer that could not be read. Please try again.".to_owned()
+        }
+        ModelError::Timeout(_) => {
+            "The language model did not answer in time. Please try again.".to_owned()
+        }
+    }
+}
+
+const DEFAULT_PROMPT: &str = "You are maitred, the assistant of a restaurant's staff. Today is {weekday}, {today}.
+Answer questions about the restaurant's customers, bookings, tables, opening hours and guest feedback with the tools you are given; never invent data the tools did not return.
+Guidelines:
+- Dates are YYYY-MM-DD and times HH:MM (24-hour), in the restaurant's local time.
+- To count records, use the `total` the list tools return (ask for limit 1), not the length of one page.
+- Before booking, check the free times; when a time is taken, offer the free times the tool names.
+- Changing or creating bookings needs the user's approval, which the system asks for: just call the tool.
+- If a tool fails or is unavailable, say so plainly.
+- Answer concisely, in Markdown; use tables for lists.";
+
+#[cfg(test)]
+mod tests {
+    use super::cap;
+
+    #[test]
+    fn output_past_the_cap_is_cut_with_a_marker() {
+        let capped = cap("é".repeat(300), 257);
+        assert!(capped.starts_with(&"é".repeat(128)));
+        assert!(capped.contains("[output truncated: the first 256 of 600 bytes"));
+        assert_eq!(cap("short".into(), 10), "short");
+    }
+}

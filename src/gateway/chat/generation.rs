@@ -1,0 +1,226 @@
+//! A generation (one answer being produced) runs apart from the HTTP connection that
+//! asked for it. Its events are kept in order until shortly after it ends, so any
+//! number of viewers can watch it and a viewer that reconnects with `Last-Event-ID`
+//! misses nothing and sees nothing twice. A generation nobody watches for a grace
+//! period is cancelled.
+
+use std::collections::HashMap;
+use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
+use std::sync::{Arc, Mutex};
+use std::time::Duration;
+
+use futures::Stream;
+use tokio::sync::watch;
+use tokio_util::sync::CancellationToken;
+
+use super::events::ChatEvent;
+
+/// How long a finished generation's events stay available for late viewers.
+const RETENTION: Duration = Duration::from_secs(60);
+
+pub struct Generation {
+    pub id: String,
+    pub owner: String,
+    pub conversation_id: String,
+    pub cancel: CancellationToken,
+    events: Mutex<Vec<ChatEvent>>,
+    /// The number of events so far; viewers wait on it.
+    latest: watch::Sender<u64>,
+    viewers: AtomicUsize,
+    finished: AtomicBool,
+    grace: Duration,
+}
+
+impl Generation {
+    /// Appends an event; returns its sequence number (1-based).
+    pub fn emit(&self, event: ChatEvent) -> u64 {
+        let done = event.is_done();
+        let seq = {
+            let mut events = self.lock();
+            events.push(event);
+            events.len() as u64
+        };
+        if done {
+            self.finished.store(true, Ordering::SeqCst);
+        }
+        self.latest.send_replace(seq);
+        seq
+    }
+
+    pub fn is_finished(&self) -> bool {
+        self.finished.load(Ordering::SeqCst)
+    }
+
+    pub fn viewers(&self) -> usize {
+        self.viewers.load(Ordering::SeqCst)
+    }
+
+    fn lock(&self) -> std::sync::MutexGuard<'_, Vec<ChatEvent>> {
+        self.events.lock().unwrap_or_else(|p| p.into_inner())
+    }
+
+    /// Every event after `after` (a sequence number; 0 for all), then the live ones,
+    /// ending with `done`.
+    pub fn watch(
+        self: &Arc<Self>,
+        after: u64,
+    ) -> impl Stream<Item = (u64, ChatEvent)> + Send + 'static {
+        self.viewers.fetch_add(1, Ordering::SeqCst);
+        let viewer = Viewer(self.clone());
+        let receiver = self.latest.subscribe();
+        futures::stream::unfold(
+            (viewer, receiver, after, false),
+            |(viewer, mut receiver, cursor, ended)| async move {
+                if ended {
+                    return None;
+                }
+                loop {
+                    let next = viewer.0.lock().get(cursor as usize).cloned();
+                    if let Some(event) = next {
+                        let seq = cursor + 1;
+                        let ended = event.is_done();
+                        return Some(((seq, event), (viewer, receiver, seq, ended)));
+                    }
+                    if receiver.changed().await.is_err() {
+                        return None;
+                    }
+                }
+            },
+        )
+    }
+}
+
+/// One watching connection; when the last one goes, the grace period starts.
+struct Viewer(Arc<Generation>);
+
+impl Drop for Viewer {
+    fn drop(&mut self) {
+        let generation = self.0.clone();
+        if generation.viewers.fetch_sub(1, Ordering::SeqCst) != 1 || generation.is_finished() {
+            return;
+        }
+        let grace = generation.grace;
+        tokio::spawn(async move {
+            tokio::time::sleep(grace).await;
+            if generation.viewers() == 0 && !generation.is_finished() {
+                tracing::info!(message_id = %generation.id, "nobody is watching: cancelling the generation");
+                generation.cancel.cancel();
+            }
+        });
+    }
+}
+
+/// The generations of this process, by message id.
+#[derive(Clone, Default)]
+pub struct Generations {
+    running: Arc<Mutex<HashMap<String, Arc<Generation>>>>,
+}
+
+impl Generations {
+    pub fn start(
+        &self,
+        id: String,
+        owner: String,
+        conversation_id: String,
+        grace: Duration,
+        parent: &CancellationToken,
+    ) -> Arc<Generation> {
+        let generation = Arc::new(Generation {
+            id: id.clone(),
+            owner,
+            conversation_id,
+            cancel: parent.child_token(),
+            events: Mutex::new(Vec::new()),
+            latest: watch::channel(0).0,
+            viewers: AtomicUsize::new(0),
+            finished: AtomicBool::new(false),
+            grace,
+        });
+        self.lock().insert(id, generation.clone());
+        generation
+    }
+
+    /// Keeps a finished generation's events a while for late viewers, then drops them.
+    pub fn retire(&self, id: &str) {
+        let running = self.running.clone();
+        let id = id.to_owned();
+        tokio::spawn(async move {
+            tokio::time::sleep(RETENTION).await;
+            running
+                .lock()
+                .unwrap_or_else(|p| p.into_inner())
+                .remove(&id);
+        });
+    }
+
+    pub fn get(&self, id: &str) -> Option<Arc<Generation>> {
+        self.lock().get(id).cloned()
+    }
+
+    pub fn active(&self) -> Vec<Arc<Generation>> {
+        self.lock()
+            .values()
+            .filter(|g| !g.is_finished())
+            .cloned()
+            .collect()
+    }
+
+    fn lock(&self) -> std::sync::MutexGuard<'_, HashMap<String, Arc<Generation>>> {
+        self.running.lock().unwrap_or_else(|p| p.into_inner())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use futures::StreamExt;
+
+    use super::*;
+    use crate::gateway::chat::events::Finish;
+
+    fn token(text: &str) -> ChatEvent {
+        ChatEvent::Token { text: text.into() }
+    }
+
+    #[tokio::test]
+    async fn a_late_viewer_gets_every_event_once_and_live_ones_after() {
+        let generations = Generations::default();
+        let generation = generations.start(
+            "m".into(),
+            "u".into(),
+            "c".into(),
+            Duration::from_secs(30),
+            &CancellationToken::new(),
+        );
+        generation.emit(token("a"));
+        generation.emit(token("b"));
+        let resumed = generation.watch(1);
+        let from_start = generation.watch(0);
+        generation.emit(token("c"));
+        generation.emit(ChatEvent::Done {
+            finish_reason: Finish::Stop,
+        });
+        let resumed: Vec<u64> = resumed.map(|(seq, _)| seq).collect().await;
+        assert_eq!(resumed, [2, 3, 4]);
+        let all: Vec<ChatEvent> = from_start.map(|(_, e)| e).collect().await;
+        assert_eq!(all.len(), 4);
+        assert_eq!(all[2], token("c"));
+    }
+
+    #[tokio::test]
+    async fn a_generation_nobody_watches_is_cancelled_after_the_grace_period() {
+        let generations = Generations::default();
+        let generation = generations.start(
+            "m".into(),
+            "u".into(),
+            "c".into(),
+            Duration::from_millis(50),
+            &CancellationToken::new(),
+        );
+        let watching = generation.watch(0);
+        generation.emit(token("a"));
+        drop(watching);
+        assert!(!generation.cancel.is_cancelled());
+        tokio::time::sleep(Duration::from_millis(200)).await;
+        assert!(generation.cancel.is_cancelled());
+    }
+}

@@ -1,0 +1,100 @@
+//! What people see of a tool call: a short title from the tool and its arguments, and
+//! a one-line summary of its result.
+
+use serde_json::Value;
+
+/// "Find free times · date 2026-11-25, people 4"
+pub fn title(tool_title: &str, arguments: &Value) -> String {
+    let details: Vec<String> = arguments
+        .as_object()
+        .map(|args| {
+            args.iter()
+                .filter_map(|(key, value)| {
+                    let shown = match value {
+                        Value::String(s) if !s.is_empty() => shorten(s, 32),
+                        Value::Number(n) => n.to_string(),
+                        Value::Bool(b) => b.to_string(),
+                        _ => return None,
+                    };
+                    Some(format!("{} {shown}", words(key)))
+                })
+                .take(3)
+                .collect()
+        })
+        .unwrap_or_default();
+    if details.is_empty() {
+        tool_title.to_owned()
+    } else {
+        format!("{tool_title} · {}", details.join(", "))
+    }
+}
+
+/// For a successful result: "3 of 60 records", or its first line.
+pub fn summary(text: &str, structured: Option<&Value>) -> String {
+    if let Some(Value::Object(map)) = structured {
+        let listed = map.values().find_map(|v| v.as_array().map(Vec::len));
+        let total = ["total", "count"]
+            .iter()
+            .find_map(|k| map.get(*k).and_then(Value::as_u64));
+        match (listed, total) {
+            (Some(listed), Some(total)) if total as usize != listed => {
+                return format!("{listed} of {total} records");
+            }
+            (Some(listed), _) => return format!("{listed} records"),
+            _ => {}
+        }
+    }
+    shorten(text.lines().next().unwrap_or_default(), 160)
+}
+
+pub fn shorten(text: &str, max: usize) -> String {
+    match text.char_indices().nth(max) {
+        Some((cut, _)) => format!("{}…", &text[..cut]),
+        None => text.to_owned(),
+    }
+}
+
+/// `guestName` → "guest name".
+fn words(key: &str) -> String {
+    let mut out = String::new();
+    for c in key.chars() {
+        if c.is_uppercase() {
+            out.push(' ');
+            out.push(c.to_ascii_lowercase());
+        } else if c == '_' {
+            out.push(' ');
+        } else {
+            out.push(c);
+        }
+    }
+    out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use serde_json::json;
+
+    #[test]
+    fn titles_name_the_arguments_that_matter() {
+        assert_eq!(
+            title(
+                "Find free times",
+                &json!({ "date": "2026-11-25", "people": 4 })
+            ),
+            "Find free times · date 2026-11-25, people 4"
+        );
+        assert_eq!(title("Look up tables", &json!({})), "Look up tables");
+        assert_eq!(
+            title("Book a table", &json!({ "guestName": "Ada" })),
+            "Book a table · guest name Ada"
+        );
+    }
+
+    #[test]
+    fn summaries_count_records() {
+        let listed = json!({ "items": [1, 2, 3], "total": 60 });
+        assert_eq!(summary("", Some(&listed)), "3 of 60 records");
+        assert_eq!(summary("first\nsecond", None), "first");
+    }
+}

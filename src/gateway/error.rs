@@ -1,0 +1,129 @@
+//! The gateway's one error type, rendered as `{"code", "message", "details"}` (the
+//! same envelope as the backend's). Internal causes are logged once, never sent.
+
+use axum::Json;
+use axum::http::{HeaderValue, StatusCode, header};
+use axum::response::{IntoResponse, Response};
+use serde_json::{Value, json};
+
+use crate::auth::{AuthError, AuthErrorKind};
+
+#[derive(Debug, thiserror::Error)]
+pub enum GatewayError {
+    #[error("{0}")]
+    InvalidRequest(String),
+    #[error("the question is longer than {limit} characters")]
+    QuestionTooLong { limit: usize },
+    #[error("the request body is larger than {limit} bytes")]
+    PayloadTooLarge { limit: usize },
+    #[error("{0}")]
+    UnsupportedMediaType(String),
+    #[error("{what} {id} not found")]
+    NotFound { what: &'static str, id: String },
+    #[error("{0}")]
+    Conflict(String),
+    #[error("sign in first: this request needs a session or a bearer token")]
+    NotSignedIn,
+    #[error("the request's CSRF token is missing or wrong; reload the page")]
+    Csrf,
+    #[error(transparent)]
+    Auth(#[from] AuthError),
+    #[error("too many requests; retry in {retry_after} s")]
+    RateLimited { retry_after: u64 },
+    #[error("the database is unavailable")]
+    Unavailable(#[source] sqlx::Error),
+    #[error(transparent)]
+    Internal(#[from] anyhow::Error),
+}
+
+impl GatewayError {
+    pub fn not_found(what: &'static str, id: impl Into<String>) -> Self {
+        Self::NotFound {
+            what,
+            id: id.into(),
+        }
+    }
+
+    fn status_and_code(&self) -> (StatusCode, &'static str) {
+        match self {
+            Self::InvalidRequest(_) => (StatusCode::BAD_REQUEST, "INVALID_REQUEST"),
+            Self::QuestionTooLong { .. } => (StatusCode::PAYLOAD_TOO_LARGE, "INVALID_REQUEST"),
+            Self::PayloadTooLarge { .. } => (StatusCode::PAYLOAD_TOO_LARGE, "INVALID_REQUEST"),
+            Self::UnsupportedMediaType(_) => {
+                (StatusCode::UNSUPPORTED_MEDIA_TYPE, "INVALID_REQUEST")
+            }
+            Self::NotFound { .. } => (StatusCode::NOT_FOUND, "RESOURCE_NOT_FOUND"),
+            Self::Conflict(_) => (StatusCode::CONFLICT, "CONFLICT"),
+            Self::NotSignedIn => (StatusCode::UNAUTHORIZED, "AUTHENTICATION_ERROR"),
+            Self::Csrf => (StatusCode::FORBIDDEN, "AUTHORIZATION_ERROR"),
+            Self::Auth(error) => match error.kind {
+                AuthErrorKind::MissingToken | AuthErrorKind::InvalidToken => {
+                    (StatusCode::UNAUTHORIZED, "AUTHENTICATION_ERROR")
+                }
+                AuthErrorKind::InsufficientScope { .. } => {
+                    (StatusCode::FORBIDDEN, "AUTHORIZATION_ERROR")
+                }
+                AuthErrorKind::IssuerUnavailable => {
+                    (StatusCode::SERVICE_UNAVAILABLE, "SERVICE_UNAVAILABLE")
+                }
+            },
+            Self::RateLimited { .. } => (StatusCode::TOO_MANY_REQUESTS, "RATE_LIMIT_EXCEEDED"),
+            Self::Unavailable(_) => (StatusCode::SERVICE_UNAVAILABLE, "SERVICE_UNAVAILABLE"),
+            Self::Internal(_) => (StatusCode::INTERNAL_SERVER_ERROR, "INTERNAL_ERROR"),
+        }
+    }
+}
+
+impl From<sqlx::Error> for GatewayError {
+    fn from(error: sqlx::Error) -> Self {
+        match error {
+            sqlx::Error::PoolTimedOut | sqlx::Error::PoolClosed | sqlx::Error::Io(_) => {
+                Self::Unavailable(error)
+            }
+            other => Self::Internal(anyhow::Error::new(other).context("database query")),
+        }
+    }
+}
+
+impl IntoResponse for GatewayError {
+    fn into_response(self) -> Response {
+        let (status, code) = self.status_and_code();
+        let message = match &self {
+            Self::Internal(cause) => {
+                tracing::error!(cause = format!("{cause:#}"), "internal error");
+                "internal error; the request id in x-request-id identifies it in the logs"
+                    .to_owned()
+            }
+            Self::Unavailable(cause) => {
+                tracing::error!(%cause, "database unavailable");
+                "the database is unavailable; try again shortly".to_owned()
+            }
+            other => other.to_string(),
+        };
+        let mut body = json!({ "code": code, "message": message });
+        if let Self::NotFound { what, id } = &self {
+            body["details"] = json!({ "resource": what, "id": id });
+        }
+        let mut response = (status, Json::<Value>(body)).into_response();
+        let headers = response.headers_mut();
+        match &self {
+            Self::Auth(error) => {
+                headers.insert(header::WWW_AUTHENTICATE, error.challenge.clone());
+            }
+            Self::NotSignedIn => {
+                headers.insert(
+                    header::WWW_AUTHENTICATE,
+                    HeaderValue::from_static("Bearer realm=\"maitred\""),
+                );
+            }
+            Self::RateLimited { retry_after } => {
+                headers.insert(header::RETRY_AFTER, HeaderValue::from(*retry_after));
+            }
+            Self::Unavailable(_) => {
+                headers.insert(header::RETRY_AFTER, HeaderValue::from_static("5"));
+            }
+            _ => {}
+        }
+        response
+    }
+}

@@ -1,0 +1,312 @@
+//! Any OpenAI-compatible chat-completions endpoint (OpenAI, Groq, OpenRouter, Ollama,
+//! vLLM, llama.cpp server…), through async-openai. Chunks are decoded into lenient
+//! types of our own (async-openai's "bring your own types"), because providers differ:
+//! some omit a tool call's `index`, some repeat ids and names in every fragment.
+
+use async_openai::Client;
+use async_openai::config::OpenAIConfig;
+use async_openai::error::OpenAIError;
+use async_openai::middleware::HttpRequestFactory;
+use futures::StreamExt;
+use futures::future::BoxFuture;
+use serde::Deserialize;
+use serde_json::{Value, json};
+
+use super::{
+    ChatModel, ChatRequest, EventStream, FinishReason, Message, ModelError, ModelEvent, Usage,
+};
+use crate::config::LlmSettings;
+
+pub struct OpenAiModel {
+    client: Client<OpenAIConfig>,
+    settings: LlmSettings,
+}
+
+/// A 429, with the wait the provider asked for (async-openai drops the header).
+#[derive(Debug, thiserror::Error)]
+#[error("rate limited")]
+struct RateLimited {
+    retry_after: Option<std::time::Duration>,
+}
+
+impl OpenAiModel {
+    pub fn new(http: reqwest::Client, settings: LlmSettings) -> Self {
+        let config = OpenAIConfig::new()
+            .with_api_base(settings.base_url.clone())
+            .with_api_key(settings.api_key.clone().unwrap_or_default());
+        // Our own transport instead of async-openai's default, which retries 429s and
+        // 5xx by itself: retrying is the gateway's decision (it must not repeat a
+        // request once tokens reached the user), and it needs Retry-After to decide.
+        let transport = tower::service_fn(move |factory: HttpRequestFactory| {
+            let http = http.clone();
+            async move {
+                let request = factory.build().await?;
+                let response = http.execute(request).await.map_err(OpenAIError::Reqwest)?;
+                if response.status() == reqwest::StatusCode::TOO_MANY_REQUESTS {
+                    let retry_after = response
+                        .headers()
+                        .get(reqwest::header::RETRY_AFTER)
+                        .and_then(|v| v.to_str().ok())
+                        .and_then(|v| v.trim().parse::<u64>().ok())
+                        .map(std::time::Duration::from_secs);
+                    return Err(OpenAIError::Boxed(Box::new(RateLimited { retry_after })));
+                }
+                Ok(response)
+            }
+        });
+        Self {
+            client: Client::with_config(config).with_http_service(transport),
+            settings,
+        }
+    }
+
+    fn body(&self, request: &ChatRequest) -> Value {
+        let messages: Vec<Value> = request.messages.iter().map(wire_message).collect();
+        let mut body = json!({
+            "model": self.settings.model,
+            "messages": messages,
+            "stream": true,
+            "stream_options": { "include_usage": true },
+        });
+        if !request.tools.is_empty() {
+            body["tools"] = request
+                .tools
+                .iter()
+                .map(|t| {
+                    json!({ "type": "function", "function": {
+                        "name": t.name, "description": t.description, "parameters": t.parameters,
+                    } })
+                })
+                .collect();
+            body["tool_choice"] = "auto".into();
+        }
+        if let Some(temperature) = request.temperature.or(self.settings.temperature) {
+            body["temperature"] = temperature.into();
+        }
+        if let Some(max_tokens) = request.max_tokens.or(self.settings.max_tokens) {
+            body["max_tokens"] = max_tokens.into();
+        }
+        body
+    }
+}
+
+fn wire_message(message: &Message) -> Value {
+    match message {
+        Message::System { content } => json!({ "role": "system", "content": content }),
+        Message::User { content } => json!({ "role": "user", "content": content }),
+        Message::Assistant {
+            content,
+            tool_calls,
+        } => {
+            let mut m = json!({ "role": "assistant", "content": content });
+            if !tool_calls.is_empty() {
+                m["tool_calls"] = tool_calls
+                    .iter()
+                    .map(|c| {
+                        json!({ "id": c.id, "type": "function",
+                                "function": { "name": c.name, "arguments": c.arguments } })
+                    })
+                    .collect();
+            }
+            m
+        }
+        Message::Tool {
+            tool_call_id,
+            content,
+        } => json!({ "role": "tool", "tool_call_id": tool_call_id, "content": content }),
+    }
+}
+
+#[derive(Deserialize)]
+struct Chunk {
+    #[serde(default)]
+    choices: Vec<Choice>,
+    usage: Option<WireUsage>,
+}
+
+#[derive(Deserialize)]
+struct Choice {
+    #[serde(default)]
+    delta: Delta,
+    finish_reason: Option<String>,
+}
+
+#[derive(Default, Deserialize)]
+struct Delta {
+    content: Option<String>,
+    tool_calls: Option<Vec<ToolCallChunk>>,
+}
+
+#[derive(Deserialize)]
+struct ToolCallChunk {
+    index: Option<u32>,
+    id: Option<String>,
+    function: Option<FunctionChunk>,
+}
+
+#[derive(Deserialize)]
+struct FunctionChunk {
+    name: Option<String>,
+    arguments: Option<String>,
+}
+
+#[derive(Deserialize)]
+struct WireUsage {
+    prompt_tokens: u64,
+    completion_tokens: u64,
+    total_tokens: u64,
+}
+
+/// Turns chunks into events, giving index-less tool-call fragments the index of the
+/// call they continue (or the next one, when they carry a new id).
+#[derive(Default)]
+struct Decoder {
+    last: Option<(u32, Option<String>)>,
+}
+
+impl Decoder {
+    fn events(&mut self, chunk: Chunk) -> Vec<ModelEvent> {
+        let mut events = Vec::new();
+        for choice in chunk.choices {
+            if let Some(text) = choice.delta.content.filter(|t| !t.is_empty()) {
+                events.push(ModelEvent::Text(text));
+            }
+            for call in choice.delta.tool_calls.unwrap_or_default() {
+                let index = match (call.index, &self.last) {
+                    (Some(index), _) => index,
+                    (None, None) => 0,
+                    (None, Some((last, last_id))) => match &call.id {
+                        Some(id) if Some(id) != last_id.as_ref() => last + 1,
+                        _ => *last,
+                    },
+                };
+                let id = call.id.clone().or_else(|| {
+                    self.last
+                        .as_ref()
+                        .filter(|(i, _)| *i == index)
+                        .and_then(|(_, id)| id.clone())
+                });
+                self.last = Some((index, id));
+                let (name, arguments) = call
+                    .function
+                    .map_or((None, None), |f| (f.name, f.arguments));
+                events.push(ModelEvent::ToolCallDelta {
+                    index,
+                    id: call.id,
+                    name,
+                    arguments,
+                });
+            }
+            if let Some(reason) = choice.finish_reason {
+                events.push(ModelEvent::Finished(match reason.as_str() {
+                    "stop" => FinishReason::Stop,
+                    "tool_calls" | "function_call" => FinishReason::ToolCalls,
+                    "length" => FinishReason::Length,
+                    "content_filter" => FinishReason::ContentFilter,
+                    other => FinishReason::Other(other.to_owned()),
+                }));
+            }
+        }
+        if let Some(usage) = chunk.usage {
+            events.push(ModelEvent::Usage(Usage {
+                prompt_tokens: usage.prompt_tokens,
+                completion_tokens: usage.completion_tokens,
+                total_tokens: usage.total_tokens,
+            }));
+        }
+        events
+    }
+}
+
+fn error(error: OpenAIError) -> ModelError {
+    match error {
+        OpenAIError::ApiError(response) if response.status_code.as_u16() == 429 => {
+            ModelError::RateLimited { retry_after: None }
+        }
+        OpenAIError::ApiError(response) => ModelError::Upstream {
+            status: response.status_code.as_u16(),
+            message: response.api_error.message,
+        },
+        OpenAIError::Reqwest(e) if e.is_timeout() => ModelError::Timeout(e.to_string()),
+        OpenAIError::Reqwest(e) => ModelError::Connection(root_cause(&e)),
+        OpenAIError::JSONDeserialize(e, _) => ModelError::Protocol(e.to_string()),
+        OpenAIError::StreamError(e) => ModelError::Connection(e.to_string()),
+        OpenAIError::Boxed(boxed) => match boxed.downcast::<RateLimited>() {
+            Ok(limited) => ModelError::RateLimited {
+                retry_after: limited.retry_after,
+            },
+            Err(other) => ModelError::Connection(other.to_string()),
+        },
+        other => ModelError::Protocol(other.to_string()),
+    }
+}
+
+fn root_cause(error: &(dyn std::error::Error + 'static)) -> String {
+    let mut cause = error;
+    while let Some(next) = cause.source() {
+        cause = next;
+    }
+    cause.to_string()
+}
+
+impl ChatModel for OpenAiModel {
+    fn name(&self) -> &str {
+        &self.settings.model
+    }
+
+    fn stream(&self, request: ChatRequest) -> BoxFuture<'_, Result<EventStream, ModelError>> {
+        Box::pin(async move {
+            let body = self.body(&request);
+            let chunks = self
+                .client
+                .chat()
+                .create_stream_byot::<Value, Chunk>(body)
+                .await
+                .map_err(error)?;
+            let mut decoder = Decoder::default();
+            let events = chunks.flat_map(move |chunk| {
+                let events: Vec<Result<ModelEvent, ModelError>> = match chunk {
+                    Ok(chunk) => decoder.events(chunk).into_iter().map(Ok).collect(),
+                    Err(e) => vec![Err(error(e))],
+                };
+                futures::stream::iter(events)
+            });
+            Ok(events.boxed())
+        })
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn chunk(value: Value) -> Chunk {
+        serde_json::from_value(value).unwrap()
+    }
+
+    #[test]
+    fn fragments_without_an_index_continue_their_call() {
+        let mut decoder = Decoder::default();
+        let mut events = Vec::new();
+        for c in [
+            json!({ "choices": [{ "delta": { "tool_calls": [{ "id": "a", "function": { "name": "f", "arguments": "{\"x\"" } }] } }] }),
+            json!({ "choices": [{ "delta": { "tool_calls": [{ "function": { "arguments": ":1}" } }] } }] }),
+            json!({ "choices": [{ "delta": { "tool_calls": [{ "id": "b", "function": { "name": "g", "arguments": "{}" } }] } }] }),
+            json!({ "choices": [{ "delta": {}, "finish_reason": "tool_calls" }], "usage": null }),
+        ] {
+            events.extend(decoder.events(chunk(c)));
+        }
+        let indexes: Vec<u32> = events
+            .iter()
+            .filter_map(|e| match e {
+                ModelEvent::ToolCallDelta { index, .. } => Some(*index),
+                _ => None,
+            })
+            .collect();
+        assert_eq!(indexes, [0, 0, 1]);
+        assert_eq!(
+            events.last(),
+            Some(&ModelEvent::Finished(FinishReason::ToolCalls))
+        );
+    }
+}

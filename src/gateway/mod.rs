@@ -1,0 +1,188 @@
+//! The gateway role: a person's question in, an LLM tool loop over MCP tools, the
+//! answer streamed back over SSE, with conversations, approvals and a browser login.
+
+mod auth;
+pub mod chat;
+mod error;
+pub mod llm;
+mod login;
+pub mod session;
+pub mod tools;
+
+use std::sync::Arc;
+
+use anyhow::Context;
+use axum::Router;
+use axum::extract::{DefaultBodyLimit, FromRef};
+use axum::routing::{get, post};
+use tokio_util::sync::CancellationToken;
+use tokio_util::task::TaskTracker;
+use tower_http::csrf::CsrfLayer;
+
+pub use auth::ChatUser;
+pub use error::GatewayError;
+
+use crate::auth::{TokenVerifier, VerifierConfig};
+use crate::cli::Mode;
+use crate::config::{API_PREFIX, Settings};
+use crate::db::Db;
+use crate::http;
+use crate::identity::dev::DevCredentials;
+use chat::agent::Agent;
+use chat::approvals::Approvals;
+use chat::generation::Generations;
+use chat::store::Store;
+use llm::ChatModel;
+use session::Sessions;
+use tools::ToolHub;
+use tools::config::{AuthConfig, ServerConfig, ServersFile};
+
+#[derive(Clone)]
+pub struct GatewayState {
+    pub agent: Arc<Agent>,
+    pub generations: Generations,
+    pub sessions: Arc<Sessions>,
+    pub verifier: Arc<TokenVerifier>,
+    /// Cancelled at shutdown: every running generation is a child of it.
+    pub shutdown: CancellationToken,
+    pub tasks: TaskTracker,
+    pub body_limit: usize,
+}
+
+impl FromRef<GatewayState> for Arc<TokenVerifier> {
+    fn from_ref(state: &GatewayState) -> Self {
+        state.verifier.clone()
+    }
+}
+
+/// The MCP servers: the configured file, or maitred's own MCP role.
+fn servers(settings: &Settings) -> anyhow::Result<Vec<ServerConfig>> {
+    if let Some(path) = &settings.gateway_role.mcp_servers_file {
+        return Ok(ServersFile::load(path)?.servers);
+    }
+    let secret = match (&settings.gateway_role.mcp_client_secret, settings.mode) {
+        (Some(secret), _) => secret.clone(),
+        (None, Mode::Dev) => DevCredentials::load(&settings.data_dir)?
+            .client_secret("maitred-gateway")
+            .map(str::to_owned)
+            .context("no dev secret for client maitred-gateway")?,
+        (None, Mode::Production) => anyhow::bail!(
+            "the gateway needs MAITRED_GATEWAY_CLIENT_SECRET (its secret for the MCP server), or an MCP servers file"
+        ),
+    };
+    Ok(vec![ServerConfig {
+        name: "resos".to_owned(),
+        url: settings
+            .gateway_role
+            .mcp_url
+            .clone()
+            .unwrap_or_else(|| settings.mcp_resource()),
+        enabled: true,
+        read_only: false,
+        timeout_secs: 30.0,
+        auth: AuthConfig::ClientCredentials {
+            client_id: "maitred-gateway".to_owned(),
+            client_secret: Some(secret),
+            client_secret_env: None,
+            scopes: vec!["mcp.read".to_owned(), "mcp.write".to_owned()],
+            resource: Some(settings.mcp_resource()),
+            issuer: None,
+            token_url: None,
+        },
+    }])
+}
+
+/// The configured model, or the offline one.
+pub fn model(settings: &Settings, http: reqwest::Client) -> Arc<dyn ChatModel> {
+    match &settings.gateway_role.llm {
+        Some(llm) => {
+            tracing::info!(model = %llm.model, base_url = %llm.base_url, "LLM: an OpenAI-compatible endpoint");
+            Arc::new(llm::openai::OpenAiModel::new(http, llm.clone()))
+        }
+        None => {
+            tracing::info!(
+                "LLM: none configured; the built-in offline model answers (set MAITRED_LLM_BASE_URL for a real one)"
+            );
+            Arc::new(
+                llm::offline::OfflineModel::new()
+                    .with_fragment_delay(settings.gateway_role.offline_fragment_delay),
+            )
+        }
+    }
+}
+
+/// Builds the gateway role; `model` is usually [`model`], tests pass their own.
+pub fn router(
+    settings: &Settings,
+    db: Db,
+    model: Arc<dyn ChatModel>,
+    shutdown: CancellationToken,
+    tasks: TaskTracker,
+) -> anyhow::Result<(Router, GatewayState)> {
+    let http = crate::http_client::new()?;
+    let streaming = crate::http_client::streaming()?;
+    let verifier = Arc::new(TokenVerifier::new(
+        http.clone(),
+        VerifierConfig::new(settings.issuer_location(), settings.gateway_resource()),
+    ));
+    let hub = ToolHub::new(servers(settings)?, streaming, &settings.issuer_location())?;
+    let store = Store::new(db.clone());
+    let approvals = Arc::new(Approvals::new(
+        db.clone(),
+        settings.gateway_role.approval_timeout,
+    ));
+    let agent = Arc::new(Agent {
+        model,
+        tools: hub,
+        store,
+        approvals,
+        settings: settings.gateway_role.clone(),
+    });
+    let sessions = Arc::new(Sessions::new(
+        db.clone(),
+        http,
+        settings.issuer_location(),
+        verifier.clone(),
+        &settings.gateway.public_url,
+        settings.gateway_resource(),
+    ));
+    let state = GatewayState {
+        agent,
+        generations: Generations::default(),
+        sessions,
+        verifier,
+        shutdown,
+        tasks,
+        body_limit: settings.body_limit,
+    };
+    let api = Router::new()
+        .route(&format!("{API_PREFIX}/stream/chat"), post(chat::ask))
+        .route(
+            &format!("{API_PREFIX}/stream/chat/{{message_id}}"),
+            get(chat::resume),
+        )
+        .route(
+            &format!("{API_PREFIX}/chat/{{message_id}}/cancel"),
+            post(chat::cancel),
+        )
+        .route(
+            &format!("{API_PREFIX}/chat/approvals/{{id}}"),
+            post(chat::decide),
+        )
+        .route(
+            &format!("{API_PREFIX}/conversations"),
+            get(chat::conversations),
+        )
+        .route(
+            &format!("{API_PREFIX}/conversations/{{id}}"),
+            get(chat::conversation).delete(chat::delete_conversation),
+        )
+        .merge(login::routes())
+        .layer(DefaultBodyLimit::max(settings.body_limit))
+        // Browsers' Sec-Fetch-Site and Origin refuse cross-site writes outright; the
+        // session's CSRF token is the second line.
+        .layer(CsrfLayer::new())
+        .with_state(state.clone());
+    let router = http::health::routes(http::health::database(db)).merge(api);
+    Ok((http::middleware::wrap(router), state))
+}

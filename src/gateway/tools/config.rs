@@ -1,0 +1,136 @@
+//! The MCP servers the gateway uses, as an operator writes them (TOML):
+//!
+//! ```toml
+//! [[servers]]
+//! name = "resos"                       # tools are offered as resos__<tool>
+//! url = "https://mcp.example.com/mcp"
+//! read_only = false                    # true: write tools are never offered nor called
+//! timeout_secs = 30
+//! [servers.auth]
+//! type = "client_credentials"          # or "bearer" (token / token_env), or "none"
+//! client_id = "maitred-gateway"
+//! client_secret_env = "MCP_SECRET"     # or client_secret = "…"
+//! scopes = ["mcp.read", "mcp.write"]
+//! resource = "https://mcp.example.com/mcp"
+//! issuer = "https://id.example.com"    # or token_url = "…/oauth2/token"
+//! ```
+
+use std::path::Path;
+use std::time::Duration;
+
+use anyhow::{Context, bail};
+use serde::Deserialize;
+
+#[derive(Debug, Clone, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct ServersFile {
+    #[serde(default)]
+    pub servers: Vec<ServerConfig>,
+}
+
+#[derive(Debug, Clone, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct ServerConfig {
+    pub name: String,
+    pub url: String,
+    #[serde(default = "yes")]
+    pub enabled: bool,
+    #[serde(default)]
+    pub read_only: bool,
+    #[serde(default = "default_timeout")]
+    pub timeout_secs: f64,
+    #[serde(default)]
+    pub auth: AuthConfig,
+}
+
+#[derive(Debug, Clone, Default, Deserialize)]
+#[serde(tag = "type", rename_all = "snake_case", deny_unknown_fields)]
+pub enum AuthConfig {
+    #[default]
+    None,
+    Bearer {
+        token: Option<String>,
+        token_env: Option<String>,
+    },
+    ClientCredentials {
+        client_id: String,
+        client_secret: Option<String>,
+        client_secret_env: Option<String>,
+        #[serde(default)]
+        scopes: Vec<String>,
+        resource: Option<String>,
+        /// Where to discover the token endpoint; default: maitred's issuer.
+        issuer: Option<String>,
+        token_url: Option<String>,
+    },
+}
+
+fn yes() -> bool {
+    true
+}
+
+fn default_timeout() -> f64 {
+    30.0
+}
+
+impl ServerConfig {
+    pub fn timeout(&self) -> Duration {
+        Duration::from_secs_f64(self.timeout_secs)
+    }
+
+    fn check(&self) -> anyhow::Result<()> {
+        let valid = !self.name.is_empty()
+            && self.name.len() <= 24
+            && !self.name.contains("__")
+            && self
+                .name
+                .chars()
+                .all(|c| c.is_ascii_alphanumeric() || c == '-' || c == '_');
+        if !valid {
+            bail!(
+                "MCP server name {:?}: use 1 to 24 letters, digits, - or _ (and no __)",
+                self.name
+            );
+        }
+        url::Url::parse(&self.url).with_context(|| format!("MCP server {}: url", self.name))?;
+        if !(self.timeout_secs > 0.0 && self.timeout_secs <= 600.0) {
+            bail!(
+                "MCP server {}: timeout_secs must be between 0 and 600",
+                self.name
+            );
+        }
+        Ok(())
+    }
+}
+
+/// Reads a secret that is given inline or named by an environment variable.
+pub fn secret(inline: &Option<String>, env: &Option<String>, what: &str) -> anyhow::Result<String> {
+    match (inline, env) {
+        (Some(value), _) => Ok(value.clone()),
+        (None, Some(name)) => std::env::var(name)
+            .with_context(|| format!("{what}: the environment variable {name} is not set")),
+        (None, None) => bail!("{what}: give it inline or with an _env variable"),
+    }
+}
+
+impl ServersFile {
+    pub fn load(path: &Path) -> anyhow::Result<Self> {
+        let text = std::fs::read_to_string(path)
+            .with_context(|| format!("reading the MCP servers file {}", path.display()))?;
+        let file: Self = toml::from_str(&text)
+            .with_context(|| format!("parsing the MCP servers file {}", path.display()))?;
+        file.check()?;
+        Ok(file)
+    }
+
+    pub fn check(&self) -> anyhow::Result<()> {
+        let mut names = std::collections::BTreeSet::new();
+        for server in &self.servers {
+            server.check()?;
+            if !names.insert(&server.name) {
+                bail!("MCP server {} is configured twice", server.name);
+            }
+        }
+        Ok(())
+    }
+}

@@ -1,0 +1,432 @@
+//! One MCP client per configured server, connected on first use and again after a
+//! failure, and the catalogue of all their tools: discovered when first needed,
+//! refreshed after a TTL or when a server says its list changed.
+
+use std::sync::Arc;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::time::{Duration, Instant};
+
+use rmcp::model::{
+    CallToolRequestParams, ClientCapabilities, ClientConfig, Implementation, JsonObject,
+    ProtocolVersion, RequestMetaObject,
+};
+use rmcp::service::{NotificationContext, RoleClient, RunningService};
+use rmcp::transport::StreamableHttpClientTransport;
+use rmcp::transport::streamable_http_client::StreamableHttpClientTransportConfig;
+use rmcp::{ClientHandler, ClientLifecycleMode, ClientServiceExt, ServiceError};
+use serde_json::Value;
+use tokio::sync::{Mutex, RwLock};
+
+use super::config::{AuthConfig, ServerConfig, secret};
+use super::http::{AuthedHttp, Credentials};
+use super::schema;
+use crate::gateway::llm::ToolDef;
+use crate::issuer::Issuer;
+use crate::oauth_client::{ClientCredentials, TokenSource};
+
+/// Rediscover tools at least this often.
+const TTL: Duration = Duration::from_secs(300);
+/// After a server could not be reached, wait this long before trying again.
+const RETRY_AFTER_FAILURE: Duration = Duration::from_secs(5);
+/// The `_meta` key naming the end user a call is made for (audit only).
+const END_USER_META: &str = "maitred/endUserId";
+
+/// A tool as the gateway knows it.
+pub struct RegisteredTool {
+    /// The name the model sees: `server__tool`.
+    pub exposed: String,
+    pub server: String,
+    pub tool: String,
+    /// A short human name ("Look up customers").
+    pub title: String,
+    pub def: ToolDef,
+    pub read_only: bool,
+    validator: Option<jsonschema::Validator>,
+}
+
+impl RegisteredTool {
+    /// Checks arguments against the tool's input schema; the message says what is wrong.
+    pub fn validate(&self, arguments: &Value) -> Result<(), String> {
+        let Some(validator) = &self.validator else {
+            return Ok(());
+        };
+        let problems: Vec<String> = validator
+            .iter_errors(arguments)
+            .take(5)
+            .map(|error| {
+                let at = error.instance_path().to_string();
+                if at.is_empty() {
+                    error.to_string()
+                } else {
+                    format!("{at}: {error}")
+                }
+            })
+            .collect();
+        if problems.is_empty() {
+            Ok(())
+        } else {
+            Err(problems.join("; "))
+        }
+    }
+}
+
+#[derive(Default)]
+pub struct Catalogue {
+    pub tools: Vec<Arc<RegisteredTool>>,
+    /// Servers that could not be listed, and why.
+    pub unavailable: Vec<(String, String)>,
+}
+
+impl Catalogue {
+    pub fn find(&self, exposed: &str) -> Option<Arc<RegisteredTool>> {
+        self.tools.iter().find(|t| t.exposed == exposed).cloned()
+    }
+
+    pub fn defs(&self) -> Vec<ToolDef> {
+        self.tools.iter().map(|t| t.def.clone()).collect()
+    }
+}
+
+/// What a tool call came to.
+#[derive(Debug, Clone)]
+pub enum CallOutcome {
+    /// The result as text for the model (structured content as compact JSON).
+    Ok {
+        text: String,
+        structured: Option<Value>,
+    },
+    /// The tool ran and reported a failure (`isError`), or refused the call.
+    ToolError(String),
+    /// The server could not be reached, or did not answer in time.
+    Unavailable(String),
+}
+
+#[derive(Clone)]
+struct Handler {
+    info: ClientConfig,
+    stale: Arc<AtomicBool>,
+}
+
+impl ClientHandler for Handler {
+    fn get_info(&self) -> ClientConfig {
+        self.info.clone()
+    }
+
+    async fn on_tool_list_changed(&self, _context: NotificationContext<RoleClient>) {
+        self.stale.store(true, Ordering::SeqCst);
+    }
+}
+
+type Connection = RunningService<RoleClient, Handler>;
+
+struct Server {
+    config: ServerConfig,
+    http: AuthedHttp,
+    connection: Mutex<Option<Arc<Connection>>>,
+    stale: Arc<AtomicBool>,
+}
+
+impl Server {
+    async fn connection(&self) -> Result<Arc<Connection>, String> {
+        let mut slot = self.connection.lock().await;
+        if let Some(connection) = slot.as_ref()
+            && !connection.is_closed()
+        {
+            return Ok(connection.clone());
+        }
+        let transport = StreamableHttpClientTransport::with_client(
+            self.http.clone(),
+            StreamableHttpClientTransportConfig::with_uri(self.config.url.clone()),
+        );
+        let handler = Handler {
+            info: ClientConfig::new(
+                ClientCapabilities::default(),
+                Implementation::new("maitred-gateway", env!("CARGO_PKG_VERSION")),
+            ),
+            stale: self.stale.clone(),
+        };
+        let connect = handler.serve_with_lifecycle(
+            transport,
+            ClientLifecycleMode::Auto {
+                preferred_versions: vec![ProtocolVersion::V_2026_07_28],
+                legacy_version: Some(ProtocolVersion::V_2025_11_25),
+            },
+        );
+        let connection = tokio::time::timeout(self.config.timeout(), connect)
+            .await
+            .map_err(|_| format!("no answer within {} s", self.config.timeout_secs))?
+            .map_err(|e| format!("{e}"))?;
+        let connection = Arc::new(connection);
+        *slot = Some(connection.clone());
+        Ok(connection)
+    }
+
+    async fn forget_connection(&self) {
+        self.connection.lock().await.take();
+    }
+}
+
+pub struct ToolHub {
+    servers: Vec<Arc<Server>>,
+    catalogue: RwLock<Arc<Catalogue>>,
+    refreshed: Mutex<Option<(Instant, bool)>>,
+}
+
+impl ToolHub {
+    pub fn new(
+        configs: Vec<ServerConfig>,
+        http: reqwest::Client,
+        issuer: &Issuer,
+    ) -> anyhow::Result<Arc<Self>> {
+        let mut servers = Vec::new();
+        for config in configs.into_iter().filter(|c| c.enabled) {
+            let credentials = match &config.auth {
+                AuthConfig::None => Credentials::Anonymous,
+                AuthConfig::Bearer { token, token_env } => Credentials::Static(secret(
+                    token,
+                    token_env,
+                    &format!("MCP server {} token", config.name),
+                )?),
+                AuthConfig::ClientCredentials {
+                    client_id,
+                    client_secret,
+                    client_secret_env,
+                    scopes,
+                    resource,
+                    issuer: own_issuer,
+                    token_url,
+                } => Credentials::Issued(Box::new(TokenSource::new(
+                    http.clone(),
+                    own_issuer
+                        .as_deref()
+                        .map_or_else(|| issuer.clone(), |i| Issuer::new(i, None)),
+                    ClientCredentials {
+                        token_url: token_url.clone().unwrap_or_default(),
+                        client_id: client_id.clone(),
+                        client_secret: secret(
+                            client_secret,
+                            client_secret_env,
+                            &format!("MCP server {} client secret", config.name),
+                        )?,
+                        scopes: scopes.clone(),
+                        resource: resource.clone(),
+                    },
+                ))),
+            };
+            servers.push(Arc::new(Server {
+                http: AuthedHttp::new(http.clone(), credentials),
+                config,
+                connection: Mutex::new(None),
+                stale: Arc::new(AtomicBool::new(false)),
+            }));
+        }
+        Ok(Arc::new(Self {
+            servers,
+            catalogue: RwLock::new(Arc::new(Catalogue::default())),
+            refreshed: Mutex::new(None),
+        }))
+    }
+
+    pub fn server_names(&self) -> Vec<String> {
+        self.servers.iter().map(|s| s.config.name.clone()).collect()
+    }
+
+    /// The current tools; rediscovered when stale. One caller refreshes, the others wait.
+    pub async fn catalogue(&self) -> Arc<Catalogue> {
+        let mut refreshed = self.refreshed.lock().await;
+        let changed = self
+            .servers
+            .iter()
+            .any(|s| s.stale.swap(false, Ordering::SeqCst));
+        let due = match *refreshed {
+            None => true,
+            Some((at, complete)) => {
+                changed || at.elapsed() >= TTL || (!complete && at.elapsed() >= RETRY_AFTER_FAILURE)
+            }
+        };
+        if due {
+            let catalogue = self.discover().await;
+            let complete = catalogue.unavailable.is_empty();
+            *self.catalogue.write().await = Arc::new(catalogue);
+            *refreshed = Some((Instant::now(), complete));
+        }
+        self.catalogue.read().await.clone()
+    }
+
+    async fn discover(&self) -> Catalogue {
+        let mut catalogue = Catalogue::default();
+        for server in &self.servers {
+            match Self::list(server).await {
+                Ok(tools) => catalogue.tools.extend(tools),
+                Err(reason) => {
+                    tracing::warn!(server = %server.config.name, %reason, "cannot list the MCP server's tools");
+                    server.forget_connection().await;
+                    catalogue
+                        .unavailable
+                        .push((server.config.name.clone(), reason));
+                }
+            }
+        }
+        tracing::info!(
+            tools = catalogue.tools.len(),
+            unavailable = catalogue.unavailable.len(),
+            "discovered MCP tools"
+        );
+        catalogue
+    }
+
+    async fn list(server: &Server) -> Result<Vec<Arc<RegisteredTool>>, String> {
+        let connection = server.connection().await?;
+        let tools = tokio::time::timeout(server.config.timeout(), connection.list_all_tools())
+            .await
+            .map_err(|_| {
+                format!(
+                    "tools/list took longer than {} s",
+                    server.config.timeout_secs
+                )
+            })?
+            .map_err(|e| e.to_string())?;
+        Ok(tools
+            .into_iter()
+            .filter_map(|tool| {
+                let read_only = tool
+                    .annotations
+                    .as_ref()
+                    .and_then(|a| a.read_only_hint)
+                    .unwrap_or(false);
+                // A read-only server's write tools are never offered (nor called).
+                if server.config.read_only && !read_only {
+                    return None;
+                }
+                let input = Value::Object(tool.input_schema.as_ref().clone());
+                let validator = jsonschema::validator_for(&input)
+                    .map_err(|error| {
+                        tracing::warn!(tool = %tool.name, %error, "unusable input schema; arguments go unchecked");
+                    })
+                    .ok();
+                let exposed = schema::exposed_name(&server.config.name, &tool.name);
+                let title = tool
+                    .title
+                    .clone()
+                    .or_else(|| tool.annotations.as_ref().and_then(|a| a.title.clone()))
+                    .unwrap_or_else(|| humanize(&tool.name));
+                Some(Arc::new(RegisteredTool {
+                    def: ToolDef {
+                        name: exposed.clone(),
+                        title: Some(title.clone()),
+                        description: tool.description.as_deref().unwrap_or_default().to_owned(),
+                        parameters: schema::for_model(&input),
+                        read_only,
+                    },
+                    exposed,
+                    server: server.config.name.clone(),
+                    tool: tool.name.to_string(),
+                    title,
+                    read_only,
+                    validator,
+                }))
+            })
+            .collect())
+    }
+
+    /// Calls a tool on its server, within the server's timeout.
+    pub async fn call(
+        &self,
+        tool: &RegisteredTool,
+        arguments: JsonObject,
+        end_user: &str,
+    ) -> CallOutcome {
+        let Some(server) = self.servers.iter().find(|s| s.config.name == tool.server) else {
+            return CallOutcome::Unavailable(format!(
+                "the MCP server {} is not configured",
+                tool.server
+            ));
+        };
+        if server.config.read_only && !tool.read_only {
+            return CallOutcome::ToolError(format!(
+                "{} changes data, and the server {} is read-only here",
+                tool.tool, tool.server
+            ));
+        }
+        let connection = match server.connection().await {
+            Ok(connection) => connection,
+            Err(reason) => return CallOutcome::Unavailable(reason),
+        };
+        let mut meta = RequestMetaObject::default();
+        meta.insert(END_USER_META.to_owned(), Value::from(end_user));
+        let mut params = CallToolRequestParams::new(tool.tool.clone()).with_arguments(arguments);
+        params.meta = Some(meta);
+        let answer =
+            tokio::time::timeout(server.config.timeout(), connection.call_tool(params)).await;
+        match answer {
+            Err(_) => CallOutcome::Unavailable(format!(
+                "{} did not answer within {} s",
+                tool.server, server.config.timeout_secs
+            )),
+            Ok(Ok(result)) => {
+                let text: String = result
+                    .content
+                    .iter()
+                    .filter_map(|c| c.as_text().map(|t| t.text.clone()))
+                    .collect::<Vec<_>>()
+                    .join("\n");
+                if result.is_error == Some(true) {
+                    CallOutcome::ToolError(text)
+                } else {
+                    let text = match &result.structured_content {
+                        Some(structured) => structured.to_string(),
+                        None => text,
+                    };
+                    CallOutcome::Ok {
+                        text,
+                        structured: result.structured_content,
+                    }
+                }
+            }
+            Ok(Err(ServiceError::McpError(error))) => {
+                CallOutcome::ToolError(format!("the tool refused the call: {}", error.message))
+            }
+            Ok(Err(error)) => {
+                server.forget_connection().await;
+                CallOutcome::Unavailable(format!("{}: {error}", tool.server))
+            }
+        }
+    }
+}
+
+/// `getCustomerById` → "Get customer by id".
+fn humanize(name: &str) -> String {
+    let mut words = Vec::new();
+    let mut word = String::new();
+    for c in name.chars() {
+        if c == '_' || c == '-' || c == '.' {
+            if !word.is_empty() {
+                words.push(std::mem::take(&mut word));
+            }
+        } else if c.is_uppercase() && !word.is_empty() {
+            words.push(std::mem::take(&mut word));
+            word.push(c.to_ascii_lowercase());
+        } else {
+            word.push(c.to_ascii_lowercase());
+        }
+    }
+    if !word.is_empty() {
+        words.push(word);
+    }
+    let mut text = words.join(" ");
+    if let Some(first) = text.get_mut(0..1) {
+        first.make_ascii_uppercase();
+    }
+    text
+}
+
+#[cfg(test)]
+mod tests {
+    use super::humanize;
+
+    #[test]
+    fn tool_names_read_as_words() {
+        assert_eq!(humanize("getCustomerById"), "Get customer by id");
+        assert_eq!(humanize("list_files"), "List files");
+    }
+}
