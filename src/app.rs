@@ -18,9 +18,15 @@ use tokio_util::task::TaskTracker;
 
 /// Connects, migrates and (in dev mode) seeds.
 pub async fn prepare_database(settings: &Settings) -> anyhow::Result<Db> {
+    open_database(settings, true).await
+}
+
+/// Connects and migrates; seeds in dev mode when `seed` (the backend's data is the
+/// backend's to create: other roles sharing the database leave it alone).
+async fn open_database(settings: &Settings, seed: bool) -> anyhow::Result<Db> {
     let db = Db::connect(&settings.database_url).await?;
     db.migrate().await?;
-    if settings.mode == Mode::Dev {
+    if seed && settings.mode == Mode::Dev {
         if seed::seed_if_empty(&db).await? {
             tracing::info!("seeded the empty database with the demo restaurant");
         }
@@ -103,7 +109,7 @@ async fn serve(settings: &Settings, roles: Roles) -> anyhow::Result<()> {
     let db = if roles == Roles::Mcp {
         None
     } else {
-        Some(prepare_database(settings).await?)
+        Some(open_database(settings, roles != Roles::Gateway).await?)
     };
     let tasks = TaskTracker::new();
     if matches!(roles, Roles::All | Roles::Backend) {

@@ -628,3 +628,242 @@ async fn bad_requests_are_refused_clearly() {
     );
     app.stop().await;
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_remembered_approval_covers_the_same_tool_in_the_same_conversation() {
+    let date = open_day(5);
+    let script = Script::new([
+        Turn::tool_calls([booking_call("call_1", "First Fay", &date)]),
+        Turn::text("Booked Fay."),
+        Turn::tool_calls([booking_call("call_2", "Second Sam", &date)]),
+        Turn::text("Booked Sam."),
+        Turn::tool_calls([booking_call("call_3", "Third Tess", &date)]),
+        Turn::text("Booked Tess."),
+    ]);
+    let app = TestApp::spawn_chat(&Database::Sqlite, Llm::Scripted(script), |_| {}).await;
+    let token = app.chat_token().await;
+    let mut stream = app.ask(&token, "Book for Fay", None).await;
+    let before = stream.until("approval_required").await;
+    let conversation = before[0].data["conversation_id"]
+        .as_str()
+        .unwrap()
+        .to_owned();
+    let id = before.last().unwrap().data["id"]
+        .as_str()
+        .unwrap()
+        .to_owned();
+    app.gateway_post(
+        &format!("/api/v1/resos/chat/approvals/{id}"),
+        &token,
+        &json!({ "approve": true, "remember_minutes": 10 }),
+    )
+    .await;
+    stream.rest().await;
+
+    // The same conversation: no question asked.
+    let events = app
+        .ask(&token, "And for Sam", Some(&conversation))
+        .await
+        .rest()
+        .await;
+    assert!(
+        of(&events, "approval_required").is_empty(),
+        "{:?}",
+        names(&events)
+    );
+    assert_eq!(of(&events, "tool_result")[0].data["status"], "ok");
+
+    // Another conversation asks again.
+    let mut stream = app.ask(&token, "Book for Tess", None).await;
+    let asked = stream.until("approval_required").await;
+    assert_eq!(asked.last().unwrap().event, "approval_required");
+    let id = asked.last().unwrap().data["id"]
+        .as_str()
+        .unwrap()
+        .to_owned();
+    app.gateway_post(
+        &format!("/api/v1/resos/chat/approvals/{id}"),
+        &token,
+        &json!({ "approve": true }),
+    )
+    .await;
+    stream.rest().await;
+    let (recorded,): (i64,) =
+        sqlx::query_as("SELECT COUNT(*) FROM approvals WHERE status = 'remembered'")
+            .fetch_one(app.db.pool())
+            .await
+            .unwrap();
+    assert_eq!(recorded, 1, "the remembered pass is on record too");
+    app.stop().await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_browser_signs_in_through_the_gateway_and_chats_with_its_session() {
+    let app = TestApp::spawn(&Database::Sqlite).await;
+    let browser = reqwest::Client::builder()
+        .cookie_store(true)
+        .redirect(reqwest::redirect::Policy::none())
+        .build()
+        .unwrap();
+    let status: Value = browser
+        .get(format!("{}/api/auth/status", app.gateway_url))
+        .send()
+        .await
+        .unwrap()
+        .json()
+        .await
+        .unwrap();
+    assert_eq!(status["authenticated"], false);
+
+    let login = browser
+        .get(format!("{}/login?return_to=/chat", app.gateway_url))
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(login.status(), 303);
+    let authorize = login.headers()["location"].to_str().unwrap().to_owned();
+    assert!(
+        authorize.starts_with(&format!("{}/oauth2/authorize?", app.url)),
+        "{authorize}"
+    );
+    assert!(
+        authorize.contains("client_id=maitred-web")
+            && authorize.contains("code_challenge_method=S256")
+    );
+    let page = browser
+        .get(&authorize)
+        .send()
+        .await
+        .unwrap()
+        .text()
+        .await
+        .unwrap();
+    let field = |name: &str| -> String {
+        let marker = format!("name=\"{name}\" value=\"");
+        let start = page.find(&marker).unwrap() + marker.len();
+        let end = page[start..].find('"').unwrap() + start;
+        page[start..end]
+            .replace("&#x2f;", "/")
+            .replace("&#47;", "/")
+            .replace("&amp;", "&")
+    };
+    let mut form: Vec<(String, String)> = [
+        "response_type",
+        "client_id",
+        "redirect_uri",
+        "scope",
+        "state",
+        "nonce",
+        "code_challenge",
+        "code_challenge_method",
+        "resource",
+    ]
+    .iter()
+    .map(|n| ((*n).to_owned(), field(n)))
+    .collect();
+    form.push(("csrf_token".into(), field("csrf_token")));
+    form.push(("username".into(), "user".into()));
+    form.push((
+        "password".into(),
+        app.credentials().users["user"].password.clone(),
+    ));
+    let signed_in = browser
+        .post(format!("{}/oauth2/authorize", app.url))
+        .header("origin", &app.url)
+        .form(&form)
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(signed_in.status(), 303);
+    let callback = signed_in.headers()["location"].to_str().unwrap().to_owned();
+    assert!(
+        callback.starts_with(&format!("{}/login/callback?", app.gateway_url)),
+        "{callback}"
+    );
+    let landed = browser.get(&callback).send().await.unwrap();
+    assert_eq!(landed.status(), 303);
+    assert_eq!(landed.headers()["location"], "/chat");
+    let cookie = landed.headers()["set-cookie"].to_str().unwrap().to_owned();
+    assert!(
+        cookie.contains("HttpOnly") && cookie.contains("SameSite=Lax"),
+        "{cookie}"
+    );
+    // The sign-in link works once.
+    assert_eq!(browser.get(&callback).send().await.unwrap().status(), 400);
+
+    let status: Value = browser
+        .get(format!("{}/api/auth/status", app.gateway_url))
+        .send()
+        .await
+        .unwrap()
+        .json()
+        .await
+        .unwrap();
+    assert_eq!(status["authenticated"], true, "{status}");
+    assert_eq!(status["user"]["roles"], json!(["USER"]));
+    let csrf = status["csrf_token"].as_str().unwrap().to_owned();
+    let me: Value = browser
+        .get(format!("{}/api/auth/user", app.gateway_url))
+        .send()
+        .await
+        .unwrap()
+        .json()
+        .await
+        .unwrap();
+    assert_eq!(me["name"], "Uma User");
+
+    let chat = format!("{}/api/v1/resos/stream/chat", app.gateway_url);
+    let forged = browser
+        .post(&chat)
+        .json(&json!({ "question": "How many tables are there?" }))
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(forged.status(), 403, "a cookie alone cannot write");
+    let response = browser
+        .post(&chat)
+        .header("x-csrf-token", &csrf)
+        .json(&json!({ "question": "How many tables are there?" }))
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(response.status(), 200);
+    let events = crate::helpers::SseReader::new(response).rest().await;
+    assert!(answer(&events).contains("20"), "{}", answer(&events));
+    let mine: Value = browser
+        .get(format!("{}/api/v1/resos/conversations", app.gateway_url))
+        .send()
+        .await
+        .unwrap()
+        .json()
+        .await
+        .unwrap();
+    assert_eq!(mine.as_array().unwrap().len(), 1);
+
+    let out = browser
+        .post(format!("{}/logout", app.gateway_url))
+        .header("x-csrf-token", &csrf)
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(out.status(), 200);
+    let status: Value = browser
+        .get(format!("{}/api/auth/status", app.gateway_url))
+        .send()
+        .await
+        .unwrap()
+        .json()
+        .await
+        .unwrap();
+    assert_eq!(status["authenticated"], false);
+    assert_eq!(
+        browser
+            .get(format!("{}/api/v1/resos/conversations", app.gateway_url))
+            .send()
+            .await
+            .unwrap()
+            .status(),
+        401
+    );
+    app.stop().await;
+}

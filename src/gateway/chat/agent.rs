@@ -257,9 +257,12 @@ impl Agent {
             tracing::error!(%error, "storing the answer");
         }
         outcome?;
-        if finished.is_none() && calls.is_empty() && text.is_empty() {
+        // A stream that ends without a finish reason was cut short, however
+        // complete its text may look.
+        if finished.is_none() {
+            let _ = self.store.update(&row, &text, &[], "error").await;
             return Err(Stop::Failed(ModelError::Protocol(
-                "the stream ended before the model said anything".to_owned(),
+                "the stream ended before the model finished its answer".to_owned(),
             )));
         }
         if finished == Some(FinishReason::Length) {
