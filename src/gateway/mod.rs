@@ -126,6 +126,14 @@ pub fn router(
         VerifierConfig::new(settings.issuer_location(), settings.gateway_resource()),
     ));
     let hub = ToolHub::new(servers(settings)?, streaming, &settings.issuer_location())?;
+    // Discover the tools now rather than on the first question; a server not up yet
+    // is tried again when the next question needs it.
+    tasks.spawn({
+        let hub = hub.clone();
+        async move {
+            hub.catalogue().await;
+        }
+    });
     let store = Store::new(db.clone());
     let approvals = Arc::new(Approvals::new(
         db.clone(),
