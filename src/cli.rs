@@ -234,9 +234,10 @@ pub struct GatewayArgs {
     #[arg(long, env = "MAITRED_SYSTEM_PROMPT_FILE", global = true)]
     pub system_prompt_file: Option<PathBuf>,
 
-    /// TOML file listing the MCP servers the gateway uses (default: maitred's own).
-    #[arg(long, env = "MAITRED_MCP_SERVERS", global = true)]
-    pub mcp_servers: Option<PathBuf>,
+    /// The gateway's TOML file: MCP servers (default: maitred's own), fallback models,
+    /// resilience settings, per-user limits, per-role tool policy.
+    #[arg(long, env = "MAITRED_GATEWAY_CONFIG", global = true)]
+    pub gateway_config: Option<PathBuf>,
 
     /// Most model turns one question may take.
     #[arg(

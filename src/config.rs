@@ -43,7 +43,8 @@ pub struct GatewaySettings {
     pub llm: Option<LlmSettings>,
     /// Replaces the built-in system prompt; `{today}` becomes the date.
     pub system_prompt: Option<String>,
-    pub mcp_servers_file: Option<PathBuf>,
+    /// The gateway's config file, loaded.
+    pub file: crate::gateway::config::GatewayFile,
     /// Where the gateway reaches maitred's own MCP role, if not at its public URL.
     pub mcp_url: Option<String>,
     /// The gateway's secret at the issuer, for its MCP token.
@@ -72,7 +73,7 @@ impl Default for GatewaySettings {
         Self {
             llm: None,
             system_prompt: None,
-            mcp_servers_file: None,
+            file: crate::gateway::config::GatewayFile::default(),
             mcp_url: None,
             mcp_client_secret: None,
             max_iterations: 10,
@@ -113,7 +114,10 @@ impl GatewaySettings {
         Ok(Self {
             llm,
             system_prompt,
-            mcp_servers_file: args.mcp_servers.clone(),
+            file: match &args.gateway_config {
+                Some(path) => crate::gateway::config::GatewayFile::load(path)?,
+                None => crate::gateway::config::GatewayFile::default(),
+            },
             mcp_url: args
                 .gateway_mcp_url
                 .as_deref()

@@ -3,6 +3,7 @@
 
 mod auth;
 pub mod chat;
+pub mod config;
 mod error;
 pub mod llm;
 mod login;
@@ -35,7 +36,7 @@ use chat::store::Store;
 use llm::ChatModel;
 use session::Sessions;
 use tools::ToolHub;
-use tools::config::{AuthConfig, ServerConfig, ServersFile};
+use tools::config::{AuthConfig, ServerConfig};
 
 #[derive(Clone)]
 pub struct GatewayState {
@@ -57,8 +58,8 @@ impl FromRef<GatewayState> for Arc<TokenVerifier> {
 
 /// The MCP servers: the configured file, or maitred's own MCP role.
 fn servers(settings: &Settings) -> anyhow::Result<Vec<ServerConfig>> {
-    if let Some(path) = &settings.gateway_role.mcp_servers_file {
-        return Ok(ServersFile::load(path)?.servers);
+    if !settings.gateway_role.file.mcp_servers.is_empty() {
+        return Ok(settings.gateway_role.file.mcp_servers.clone());
     }
     let secret = match (&settings.gateway_role.mcp_client_secret, settings.mode) {
         (Some(secret), _) => secret.clone(),

@@ -1,12 +1,13 @@
-//! The MCP servers the gateway uses, as an operator writes them (TOML):
+//! The MCP servers the gateway uses, as an operator writes them in the gateway's
+//! config file (TOML):
 //!
 //! ```toml
-//! [[servers]]
+//! [[mcp_servers]]
 //! name = "resos"                       # tools are offered as resos__<tool>
 //! url = "https://mcp.example.com/mcp"
 //! read_only = false                    # true: write tools are never offered nor called
 //! timeout_secs = 30
-//! [servers.auth]
+//! [mcp_servers.auth]
 //! type = "client_credentials"          # or "bearer" (token / token_env), or "none"
 //! client_id = "maitred-gateway"
 //! client_secret_env = "MCP_SECRET"     # or client_secret = "…"
@@ -15,18 +16,10 @@
 //! issuer = "https://id.example.com"    # or token_url = "…/oauth2/token"
 //! ```
 
-use std::path::Path;
 use std::time::Duration;
 
 use anyhow::{Context, bail};
 use serde::Deserialize;
-
-#[derive(Debug, Clone, Deserialize)]
-#[serde(deny_unknown_fields)]
-pub struct ServersFile {
-    #[serde(default)]
-    pub servers: Vec<ServerConfig>,
-}
 
 #[derive(Debug, Clone, Deserialize)]
 #[serde(deny_unknown_fields)]
@@ -113,24 +106,14 @@ pub fn secret(inline: &Option<String>, env: &Option<String>, what: &str) -> anyh
     }
 }
 
-impl ServersFile {
-    pub fn load(path: &Path) -> anyhow::Result<Self> {
-        let text = std::fs::read_to_string(path)
-            .with_context(|| format!("reading the MCP servers file {}", path.display()))?;
-        let file: Self = toml::from_str(&text)
-            .with_context(|| format!("parsing the MCP servers file {}", path.display()))?;
-        file.check()?;
-        Ok(file)
-    }
-
-    pub fn check(&self) -> anyhow::Result<()> {
-        let mut names = std::collections::BTreeSet::new();
-        for server in &self.servers {
-            server.check()?;
-            if !names.insert(&server.name) {
-                bail!("MCP server {} is configured twice", server.name);
-            }
+/// Every server valid, and no name twice.
+pub fn check_servers(servers: &[ServerConfig]) -> anyhow::Result<()> {
+    let mut names = std::collections::BTreeSet::new();
+    for server in servers {
+        server.check()?;
+        if !names.insert(&server.name) {
+            bail!("MCP server {} is configured twice", server.name);
         }
-        Ok(())
     }
+    Ok(())
 }

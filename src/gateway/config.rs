@@ -1,0 +1,191 @@
+//! The gateway's configuration file (`MAITRED_GATEWAY_CONFIG`, TOML): the MCP servers,
+//! fallback models, resilience settings, per-user limits and per-role tool policy.
+//! Every section is optional; what is left out keeps its default.
+//!
+//! ```toml
+//! [[mcp_servers]]                       # default: maitred's own MCP role
+//! name = "resos"
+//! url = "https://mcp.example.com/mcp"
+//! [mcp_servers.auth]
+//! type = "client_credentials"
+//! client_id = "maitred-gateway"
+//! client_secret_env = "MCP_SECRET"
+//! scopes = ["mcp.read", "mcp.write"]
+//!
+//! [[fallbacks]]                         # tried in order on 429 or exhausted retries
+//! base_url = "https://api.groq.com/openai/v1"
+//! api_key_env = "GROQ_API_KEY"
+//! model = "llama-3.3-70b-versatile"
+//!
+//! [resilience]
+//! retries = 2                           # per model, before the first token only
+//! first_token_timeout_secs = 60
+//! breaker_failures = 3                  # consecutive MCP failures that open the breaker
+//!
+//! [limits]
+//! requests_per_minute = 30              # chat questions per user
+//! concurrent_generations = 3            # answers running at once per user
+//!
+//! [policy.USER]                         # by role; several roles: the most permissive
+//! write_tools = false                   # no tool that is not read-only
+//! deny = ["resos__getFeedback*"]        # exposed tool names, * as a wildcard
+//! ```
+
+use std::collections::BTreeMap;
+use std::path::Path;
+use std::time::Duration;
+
+use anyhow::Context;
+use serde::Deserialize;
+
+use super::tools::config::{ServerConfig, check_servers, secret};
+use crate::config::LlmSettings;
+
+#[derive(Debug, Clone, Default, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct GatewayFile {
+    #[serde(default)]
+    pub mcp_servers: Vec<ServerConfig>,
+    #[serde(default)]
+    pub fallbacks: Vec<FallbackConfig>,
+    #[serde(default)]
+    pub resilience: Resilience,
+    #[serde(default)]
+    pub limits: Limits,
+    #[serde(default)]
+    pub policy: BTreeMap<String, RolePolicy>,
+}
+
+#[derive(Debug, Clone, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct FallbackConfig {
+    pub base_url: String,
+    pub model: String,
+    pub api_key: Option<String>,
+    pub api_key_env: Option<String>,
+}
+
+#[derive(Debug, Clone, Deserialize)]
+#[serde(default, deny_unknown_fields)]
+pub struct Resilience {
+    /// Retries per model on connection errors and 5xx, before the first token only.
+    pub retries: u32,
+    pub backoff_ms: u64,
+    pub backoff_max_ms: u64,
+    /// Longest Retry-After waited for on a 429 when no fallback is left.
+    pub max_retry_after_secs: f64,
+    pub first_token_timeout_secs: f64,
+    pub inter_token_timeout_secs: f64,
+    /// Requests one model may have open at once; more wait their turn.
+    pub model_concurrency: usize,
+    /// Requests per minute to one model (none: unlimited); over it, requests wait.
+    pub model_requests_per_minute: Option<u32>,
+    /// Longest a request waits for a concurrency or rate-limit slot.
+    pub model_wait_secs: f64,
+    /// Consecutive failures of an MCP server that open its circuit breaker.
+    pub breaker_failures: u32,
+    pub breaker_cooldown_secs: f64,
+    /// At shutdown, how long running answers may take to finish.
+    pub shutdown_grace_secs: f64,
+}
+
+impl Default for Resilience {
+    fn default() -> Self {
+        Self {
+            retries: 2,
+            backoff_ms: 250,
+            backoff_max_ms: 4000,
+            max_retry_after_secs: 20.0,
+            first_token_timeout_secs: 60.0,
+            inter_token_timeout_secs: 60.0,
+            model_concurrency: 16,
+            model_requests_per_minute: None,
+            model_wait_secs: 30.0,
+            breaker_failures: 3,
+            breaker_cooldown_secs: 30.0,
+            shutdown_grace_secs: 10.0,
+        }
+    }
+}
+
+impl Resilience {
+    pub fn secs(value: f64) -> Duration {
+        Duration::from_secs_f64(value.clamp(0.0, 86_400.0))
+    }
+}
+
+#[derive(Debug, Clone, Deserialize)]
+#[serde(default, deny_unknown_fields)]
+pub struct Limits {
+    /// Questions per minute per user.
+    pub requests_per_minute: u32,
+    /// Answers running at once per user.
+    pub concurrent_generations: usize,
+    /// Tool calls one question may make in all.
+    pub tool_calls_per_question: usize,
+}
+
+impl Default for Limits {
+    fn default() -> Self {
+        Self {
+            requests_per_minute: 30,
+            concurrent_generations: 3,
+            tool_calls_per_question: 25,
+        }
+    }
+}
+
+#[derive(Debug, Clone, Deserialize)]
+#[serde(default, deny_unknown_fields)]
+pub struct RolePolicy {
+    /// Whether tools that are not read-only may be called at all.
+    pub write_tools: bool,
+    /// Exposed tool names (`server__tool`, `*` matches any run) that are refused.
+    pub deny: Vec<String>,
+}
+
+impl Default for RolePolicy {
+    fn default() -> Self {
+        Self {
+            write_tools: true,
+            deny: Vec::new(),
+        }
+    }
+}
+
+impl GatewayFile {
+    pub fn load(path: &Path) -> anyhow::Result<Self> {
+        let text = std::fs::read_to_string(path)
+            .with_context(|| format!("reading the gateway config {}", path.display()))?;
+        let file: Self = toml::from_str(&text)
+            .with_context(|| format!("parsing the gateway config {}", path.display()))?;
+        check_servers(&file.mcp_servers)?;
+        if file.resilience.model_concurrency == 0 || file.limits.concurrent_generations == 0 {
+            anyhow::bail!("model_concurrency and concurrent_generations must be at least 1");
+        }
+        Ok(file)
+    }
+
+    pub fn fallback_models(&self) -> anyhow::Result<Vec<LlmSettings>> {
+        self.fallbacks
+            .iter()
+            .map(|f| {
+                let api_key = match (&f.api_key, &f.api_key_env) {
+                    (None, None) => None,
+                    (key, env) => Some(secret(
+                        key,
+                        env,
+                        &format!("fallback model {} API key", f.model),
+                    )?),
+                };
+                Ok(LlmSettings {
+                    base_url: f.base_url.trim_end_matches('/').to_owned(),
+                    api_key,
+                    model: f.model.clone(),
+                    temperature: None,
+                    max_tokens: None,
+                })
+            })
+            .collect()
+    }
+}
