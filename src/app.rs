@@ -14,6 +14,7 @@ use crate::config::{API_PREFIX, Settings};
 use crate::db::Db;
 use crate::identity::{self, Identity};
 use crate::{gateway, http, http_client, mcp, oauth_client, shutdown};
+use tokio_util::sync::CancellationToken;
 use tokio_util::task::TaskTracker;
 
 /// Connects, migrates and (in dev mode) seeds.
@@ -112,6 +113,26 @@ async fn serve(settings: &Settings, roles: Roles) -> anyhow::Result<()> {
         Some(open_database(settings, roles != Roles::Gateway).await?)
     };
     let tasks = TaskTracker::new();
+    let grace = crate::gateway::config::Resilience::secs(
+        settings.gateway_role.file.resilience.shutdown_grace_secs,
+    ) + std::time::Duration::from_secs(5);
+    // In one process, answers finishing at shutdown still call the backend and MCP
+    // roles: those stop only once the gateway's answers have ended.
+    let upstream_shutdown = if roles == Roles::All {
+        let upstream = CancellationToken::new();
+        tokio::spawn({
+            let (shutdown, upstream, tasks) = (shutdown.clone(), upstream.clone(), tasks.clone());
+            async move {
+                shutdown.cancelled().await;
+                tasks.close();
+                let _ = tokio::time::timeout(grace, tasks.wait()).await;
+                upstream.cancel();
+            }
+        });
+        upstream
+    } else {
+        shutdown.clone()
+    };
     if matches!(roles, Roles::All | Roles::Backend) {
         let database = db.clone().context("the backend needs its database")?;
         let (router, banner) = backend_router(settings, database.clone(), http.clone()).await?;
@@ -124,10 +145,15 @@ async fn serve(settings: &Settings, roles: Roles) -> anyhow::Result<()> {
             "backend role: resOS API at {}{API_PREFIX}, OpenAPI at /api-docs/openapi.json",
             settings.backend.public_url,
         );
-        servers.spawn(http::serve("backend", listener, router, shutdown.clone()));
+        servers.spawn(http::serve(
+            "backend",
+            listener,
+            router,
+            upstream_shutdown.clone(),
+        ));
     }
     if matches!(roles, Roles::All | Roles::Mcp) {
-        let router = mcp::router(settings, http.clone(), shutdown.clone())?;
+        let router = mcp::router(settings, http.clone(), upstream_shutdown.clone())?;
         let listener = http::bind(SocketAddr::new(settings.bind, settings.mcp.port)).await?;
         tracing::info!(
             backend = %settings.mcp_role.backend_url,
@@ -135,7 +161,12 @@ async fn serve(settings: &Settings, roles: Roles) -> anyhow::Result<()> {
             settings.mcp_resource(),
             settings.mcp.public_url,
         );
-        servers.spawn(http::serve("mcp", listener, router, shutdown.clone()));
+        servers.spawn(http::serve(
+            "mcp",
+            listener,
+            router,
+            upstream_shutdown.clone(),
+        ));
     }
     if matches!(roles, Roles::All | Roles::Gateway) {
         let database = db.clone().context("the gateway needs its database")?;
@@ -156,15 +187,14 @@ async fn serve(settings: &Settings, roles: Roles) -> anyhow::Result<()> {
         let result = result.map_err(anyhow::Error::from).and_then(|r| r);
         if let Err(error) = result {
             shutdown.cancel();
+            upstream_shutdown.cancel();
             outcome = Err(error);
         }
     }
-    // Answers still being written get a moment to finish and be stored.
+    // Answers still being written get their grace period (then are interrupted) and a
+    // moment more to be stored.
     tasks.close();
-    if tokio::time::timeout(std::time::Duration::from_secs(10), tasks.wait())
-        .await
-        .is_err()
-    {
+    if tokio::time::timeout(grace, tasks.wait()).await.is_err() {
         tracing::warn!("some answers were still running at shutdown");
     }
     if let Some(db) = db {

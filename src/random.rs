@@ -16,6 +16,13 @@ pub fn bytes(len: usize) -> Vec<u8> {
     buf
 }
 
+/// A number in `[0, 1)`, for jitter.
+pub fn fraction() -> f64 {
+    let mut buf = [0u8; 8];
+    buf.copy_from_slice(&bytes(8));
+    (u64::from_le_bytes(buf) >> 11) as f64 / (1u64 << 53) as f64
+}
+
 /// A resOS-style `_id`: 24 hex characters.
 pub fn object_id() -> String {
     hex::encode(bytes(12))

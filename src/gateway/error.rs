@@ -28,8 +28,10 @@ pub enum GatewayError {
     Csrf,
     #[error(transparent)]
     Auth(#[from] AuthError),
-    #[error("too many requests; retry in {retry_after} s")]
-    RateLimited { retry_after: u64 },
+    #[error("too many requests: {reason}; retry in {retry_after} s")]
+    RateLimited { reason: String, retry_after: u64 },
+    #[error("the server is shutting down; ask again in a moment")]
+    ShuttingDown,
     #[error("the database is unavailable")]
     Unavailable(#[source] sqlx::Error),
     #[error(transparent)]
@@ -68,7 +70,9 @@ impl GatewayError {
                 }
             },
             Self::RateLimited { .. } => (StatusCode::TOO_MANY_REQUESTS, "RATE_LIMIT_EXCEEDED"),
-            Self::Unavailable(_) => (StatusCode::SERVICE_UNAVAILABLE, "SERVICE_UNAVAILABLE"),
+            Self::Unavailable(_) | Self::ShuttingDown => {
+                (StatusCode::SERVICE_UNAVAILABLE, "SERVICE_UNAVAILABLE")
+            }
             Self::Internal(_) => (StatusCode::INTERNAL_SERVER_ERROR, "INTERNAL_ERROR"),
         }
     }
@@ -116,10 +120,10 @@ impl IntoResponse for GatewayError {
                     HeaderValue::from_static("Bearer realm=\"maitred\""),
                 );
             }
-            Self::RateLimited { retry_after } => {
+            Self::RateLimited { retry_after, .. } => {
                 headers.insert(header::RETRY_AFTER, HeaderValue::from(*retry_after));
             }
-            Self::Unavailable(_) => {
+            Self::Unavailable(_) | Self::ShuttingDown => {
                 headers.insert(header::RETRY_AFTER, HeaderValue::from_static("5"));
             }
             _ => {}

@@ -32,19 +32,24 @@ use crate::identity::dev::DevCredentials;
 use chat::agent::Agent;
 use chat::approvals::Approvals;
 use chat::generation::Generations;
+use chat::limits::UserLimits;
 use chat::store::Store;
+use config::Resilience;
 use llm::ChatModel;
+use llm::router::ModelRouter;
 use session::Sessions;
 use tools::ToolHub;
 use tools::config::{AuthConfig, ServerConfig};
+use tools::policy::ToolPolicy;
 
 #[derive(Clone)]
 pub struct GatewayState {
     pub agent: Arc<Agent>,
     pub generations: Generations,
+    pub limits: Arc<UserLimits>,
     pub sessions: Arc<Sessions>,
     pub verifier: Arc<TokenVerifier>,
-    /// Cancelled at shutdown: every running generation is a child of it.
+    /// Cancelled at shutdown: no new questions from then on.
     pub shutdown: CancellationToken,
     pub tasks: TaskTracker,
     pub body_limit: usize,
@@ -126,7 +131,13 @@ pub fn router(
         http.clone(),
         VerifierConfig::new(settings.issuer_location(), settings.gateway_resource()),
     ));
-    let hub = ToolHub::new(servers(settings)?, streaming, &settings.issuer_location())?;
+    let file = &settings.gateway_role.file;
+    let hub = ToolHub::new(
+        servers(settings)?,
+        streaming.clone(),
+        &settings.issuer_location(),
+        &file.resilience,
+    )?;
     // Discover the tools now rather than on the first question; a server not up yet
     // is tried again when the next question needs it.
     tasks.spawn({
@@ -140,8 +151,17 @@ pub fn router(
         db.clone(),
         settings.gateway_role.approval_timeout,
     ));
+    let mut models = vec![model];
+    for fallback in settings.gateway_role.file.fallback_models()? {
+        tracing::info!(model = %fallback.model, base_url = %fallback.base_url, "LLM fallback");
+        models.push(Arc::new(llm::openai::OpenAiModel::new(
+            streaming.clone(),
+            fallback,
+        )));
+    }
     let agent = Arc::new(Agent {
-        model,
+        models: ModelRouter::new(models, file.resilience.clone()),
+        policy: ToolPolicy::new(file.policy.clone()),
         tools: hub,
         store,
         approvals,
@@ -155,9 +175,21 @@ pub fn router(
         &settings.gateway.public_url,
         settings.gateway_resource(),
     ));
+    let generations = Generations::default();
+    // At shutdown, running answers get a bounded time to finish.
+    tasks.spawn({
+        let generations = generations.clone();
+        let shutdown = shutdown.clone();
+        let grace = Resilience::secs(file.resilience.shutdown_grace_secs);
+        async move {
+            shutdown.cancelled().await;
+            generations.drain(grace).await;
+        }
+    });
     let state = GatewayState {
         agent,
-        generations: Generations::default(),
+        generations,
+        limits: Arc::new(UserLimits::new(&file.limits)),
         sessions,
         verifier,
         shutdown,

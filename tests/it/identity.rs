@@ -439,10 +439,9 @@ async fn login_attempts_are_rate_limited() {
                 .as_u16(),
         );
     }
-    assert!(
-        statuses.starts_with(&[401, 401, 401, 401, 401]),
-        "{statuses:?}"
-    );
+    // The budget is per address: the gateway's own token request at start-up may
+    // take one of the five.
+    assert!(statuses.starts_with(&[401, 401, 401, 401]), "{statuses:?}");
     assert_eq!(statuses.last(), Some(&429), "{statuses:?}");
     app.stop().await;
 }

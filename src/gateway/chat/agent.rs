@@ -16,16 +16,19 @@ use super::present;
 use super::store::{NewMessage, Store};
 use crate::config::GatewaySettings;
 use crate::gateway::auth::ChatUser;
+use crate::gateway::llm::router::{ModelRouter, Note};
 use crate::gateway::llm::{
-    ChatModel, ChatRequest, FinishReason, Message, ModelError, ModelEvent, ToolCall, Usage,
+    ChatRequest, FinishReason, Message, ModelError, ModelEvent, ToolCall, Usage,
 };
+use crate::gateway::tools::policy::ToolPolicy;
 use crate::gateway::tools::{CallOutcome, Catalogue, ToolHub};
 
 /// How often streamed text is written to the database while a turn runs.
 const FLUSH_EVERY: Duration = Duration::from_secs(2);
 
 pub struct Agent {
-    pub model: Arc<dyn ChatModel>,
+    pub models: ModelRouter,
+    pub policy: ToolPolicy,
     pub tools: Arc<ToolHub>,
     pub store: Store,
     pub approvals: Arc<Approvals>,
@@ -50,6 +53,8 @@ struct Run<'a> {
     user: &'a ChatUser,
     messages: Vec<Message>,
     usage: Usage,
+    /// The model that answered last (a fallback, when the primary could not).
+    model: String,
 }
 
 impl Agent {
@@ -83,9 +88,17 @@ impl Agent {
             user,
             messages,
             usage: Usage::default(),
+            model: self.models.primary().to_owned(),
         };
         let finish = match self.turns(&mut run).await {
             Ok(finish) => finish,
+            Err(Stop::Cancelled) if generation.is_interrupted() => {
+                generation.emit(ChatEvent::Error {
+                    code: "interrupted".to_owned(),
+                    message: "The server is restarting, so this answer was cut short. Please ask again in a moment.".to_owned(),
+                });
+                Finish::Error
+            }
             Err(Stop::Cancelled) => Finish::Cancelled,
             Err(Stop::Failed(error)) => {
                 tracing::warn!(message_id = %generation.id, %error, "the model failed");
@@ -96,6 +109,16 @@ impl Agent {
                 Finish::Error
             }
         };
+        if matches!(finish, Finish::Cancelled | Finish::Error) {
+            let status = if generation.is_interrupted() {
+                "interrupted"
+            } else {
+                "cancelled"
+            };
+            if let Err(error) = self.store.abandon_tool_calls(&generation.id, status).await {
+                tracing::error!(%error, "recording abandoned tool calls");
+            }
+        }
         if run.usage.total_tokens > 0 {
             let usage = run.usage;
             generation.emit(ChatEvent::Usage {
@@ -109,7 +132,7 @@ impl Agent {
                     &generation.id,
                     &generation.conversation_id,
                     &user.subject,
-                    self.model.name(),
+                    &run.model,
                     usage,
                 )
                 .await
@@ -124,18 +147,29 @@ impl Agent {
 
     async fn turns(&self, run: &mut Run<'_>) -> Result<Finish, Stop> {
         let catalogue = self.tools.catalogue().await;
-        let tools = catalogue.defs();
+        // The model is offered only the tools this person may use.
+        let policy = self.policy.for_roles(&run.user.roles);
+        let tools: Vec<_> = catalogue
+            .tools
+            .iter()
+            .filter(|t| policy.allows(t))
+            .map(|t| t.def.clone())
+            .collect();
+        let mut budget = self.settings.file.limits.tool_calls_per_question;
         for turn in 0..self.settings.max_iterations {
             let (turn_id, calls) = self.model_turn(run, &tools, turn).await?;
             if calls.is_empty() {
                 return Ok(Finish::Stop);
             }
+            let allowed = calls.len().min(budget);
+            budget -= allowed;
             let cancel = run.generation.cancel.clone();
             let results = tokio::select! {
                 () = cancel.cancelled() => return Err(Stop::Cancelled),
-                results = futures::future::join_all(
-                    calls.iter().map(|call| self.tool(run.generation, run.user, &catalogue, &turn_id, call)),
-                ) => results,
+                results = futures::future::join_all(calls.iter().enumerate().map(|(i, call)| {
+                    let step = Step { catalogue: &catalogue, turn_id: &turn_id, within_budget: i < allowed };
+                    self.tool(run.generation, run.user, step, call)
+                })) => results,
             };
             for (call, content) in calls.iter().zip(results) {
                 let stored = self
@@ -185,10 +219,13 @@ impl Agent {
             temperature: None,
             max_tokens: None,
         };
-        let mut stream = tokio::select! {
+        let mut notes = |note: Note<'_>| self.note(generation, note);
+        let opened = tokio::select! {
             () = cancel.cancelled() => return Err(Stop::Cancelled),
-            stream = self.model.stream(request) => stream?,
+            opened = self.models.open(&request, &mut notes) => opened?,
         };
+        run.model = opened.model;
+        let mut stream = opened.stream;
         let row = self
             .store
             .append(
@@ -200,7 +237,7 @@ impl Agent {
                     tool_calls: &[],
                     tool_call_id: None,
                     status: "streaming",
-                    model: Some(self.model.name()),
+                    model: Some(&run.model),
                 },
             )
             .await
@@ -250,6 +287,7 @@ impl Agent {
         };
         let status = match &outcome {
             Ok(()) => "complete",
+            Err(Stop::Cancelled) if generation.is_interrupted() => "interrupted",
             Err(Stop::Cancelled) => "cancelled",
             Err(Stop::Failed(_)) => "error",
         };
@@ -275,15 +313,43 @@ impl Agent {
         Ok((row, calls))
     }
 
+    /// Retries go to the log; a fallback is told to the viewers too, in a second
+    /// `meta` naming the model that now answers.
+    fn note(&self, generation: &Generation, note: Note<'_>) {
+        match note {
+            Note::Retry {
+                model,
+                attempt,
+                delay,
+                error,
+            } => {
+                tracing::info!(message_id = %generation.id, model, attempt, delay_ms = delay.as_millis() as u64, %error, "retrying the model");
+            }
+            Note::Fallback { from, to, error } => {
+                tracing::warn!(message_id = %generation.id, from, to, %error, "falling back to the next model");
+                generation.emit(ChatEvent::Meta {
+                    conversation_id: generation.conversation_id.clone(),
+                    message_id: generation.id.clone(),
+                    model: to.to_owned(),
+                    fallback_from: Some(from.to_owned()),
+                });
+            }
+        }
+    }
+
     /// One tool call through the pipeline; returns what the model is told.
     async fn tool(
         &self,
         generation: &Generation,
         user: &ChatUser,
-        catalogue: &Catalogue,
-        turn_id: &str,
+        step: Step<'_>,
         call: &ToolCall,
     ) -> String {
+        let Step {
+            catalogue,
+            turn_id,
+            within_budget,
+        } = step;
         let id = format!("tc_{}", uuid::Uuid::now_v7().simple());
         let started = Instant::now();
         let arguments: Result<Value, String> = if call.arguments.trim().is_empty() {
@@ -334,6 +400,21 @@ impl Agent {
             .await
         {
             tracing::error!(%error, "recording a tool call");
+        }
+        let refusal = if within_budget {
+            self.policy.for_roles(&user.roles).check(&tool).err()
+        } else {
+            Some(format!(
+                "the limit of {} tool calls for one question is reached",
+                self.settings.file.limits.tool_calls_per_question
+            ))
+        };
+        if let Some(reason) = refusal {
+            self.finish_tool(generation, &id, started, ToolStatus::Denied, &reason)
+                .await;
+            return format!(
+                "Not allowed: {reason}. Nothing was done. Answer with what you have, and tell the user what you could not do."
+            );
         }
         let arguments = match arguments.and_then(|a| tool.validate(&a).map(|()| a)) {
             Ok(Value::Object(arguments)) => arguments,
@@ -475,6 +556,15 @@ impl Agent {
     }
 }
 
+/// Where a tool call stands within its question.
+#[derive(Clone, Copy)]
+struct Step<'a> {
+    catalogue: &'a Catalogue,
+    turn_id: &'a str,
+    /// Within the question's budget of tool calls.
+    within_budget: bool,
+}
+
 /// Tool output past the cap is cut, and says so, so the model knows it saw a part.
 fn cap(text: String, max: usize) -> String {
     if text.len() <= max {
@@ -498,6 +588,7 @@ fn code(error: &ModelError) -> &'static str {
         ModelError::Connection(_) => "model_unreachable",
         ModelError::Protocol(_) => "model_protocol",
         ModelError::Timeout(_) => "model_timeout",
+        ModelError::Busy(_) => "model_busy",
     }
 }
 
@@ -518,6 +609,10 @@ fn user_message(error: &ModelError) -> String {
         }
         ModelError::Timeout(_) => {
             "The language model did not answer in time. Please try again.".to_owned()
+        }
+        ModelError::Busy(_) => {
+            "The language model is busy with other questions. Please try again in a moment."
+                .to_owned()
         }
     }
 }

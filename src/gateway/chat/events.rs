@@ -31,6 +31,9 @@ pub enum ChatEvent {
         conversation_id: String,
         message_id: String,
         model: String,
+        /// Set on a later `meta` when the model changed: the one that could not answer.
+        #[serde(skip_serializing_if = "Option::is_none")]
+        fallback_from: Option<String>,
     },
     Token {
         text: String,

@@ -28,6 +28,8 @@ pub struct Generation {
     latest: watch::Sender<u64>,
     viewers: AtomicUsize,
     finished: AtomicBool,
+    /// Stopped by the server going down rather than by the user.
+    interrupted: AtomicBool,
     grace: Duration,
 }
 
@@ -45,6 +47,16 @@ impl Generation {
         }
         self.latest.send_replace(seq);
         seq
+    }
+
+    /// Stops the generation because the server is going down.
+    pub fn interrupt(&self) {
+        self.interrupted.store(true, Ordering::SeqCst);
+        self.cancel.cancel();
+    }
+
+    pub fn is_interrupted(&self) -> bool {
+        self.interrupted.load(Ordering::SeqCst)
     }
 
     pub fn is_finished(&self) -> bool {
@@ -123,17 +135,19 @@ impl Generations {
         owner: String,
         conversation_id: String,
         grace: Duration,
-        parent: &CancellationToken,
     ) -> Arc<Generation> {
         let generation = Arc::new(Generation {
             id: id.clone(),
             owner,
             conversation_id,
-            cancel: parent.child_token(),
+            // Not a child of the process's shutdown: at shutdown a generation gets
+            // time to finish (see `drain`).
+            cancel: CancellationToken::new(),
             events: Mutex::new(Vec::new()),
             latest: watch::channel(0).0,
             viewers: AtomicUsize::new(0),
             finished: AtomicBool::new(false),
+            interrupted: AtomicBool::new(false),
             grace,
         });
         self.lock().insert(id, generation.clone());
@@ -165,6 +179,39 @@ impl Generations {
             .collect()
     }
 
+    /// At shutdown: running generations get `grace` to finish, then are interrupted
+    /// (they end with `done` and are stored as interrupted). Returns once all ended.
+    pub async fn drain(&self, grace: Duration) {
+        let running = self.active();
+        if running.is_empty() {
+            return;
+        }
+        tracing::info!(
+            answers = running.len(),
+            grace_secs = grace.as_secs_f64(),
+            "waiting for running answers before shutting down"
+        );
+        let deadline = tokio::time::Instant::now() + grace;
+        let mut interrupted = false;
+        loop {
+            let running = self.active();
+            if running.is_empty() {
+                return;
+            }
+            if !interrupted && tokio::time::Instant::now() >= deadline {
+                tracing::warn!(
+                    answers = running.len(),
+                    "interrupting the answers still running"
+                );
+                for generation in &running {
+                    generation.interrupt();
+                }
+                interrupted = true;
+            }
+            tokio::time::sleep(Duration::from_millis(50)).await;
+        }
+    }
+
     fn lock(&self) -> std::sync::MutexGuard<'_, HashMap<String, Arc<Generation>>> {
         self.running.lock().unwrap_or_else(|p| p.into_inner())
     }
@@ -184,13 +231,8 @@ mod tests {
     #[tokio::test]
     async fn a_late_viewer_gets_every_event_once_and_live_ones_after() {
         let generations = Generations::default();
-        let generation = generations.start(
-            "m".into(),
-            "u".into(),
-            "c".into(),
-            Duration::from_secs(30),
-            &CancellationToken::new(),
-        );
+        let generation =
+            generations.start("m".into(), "u".into(), "c".into(), Duration::from_secs(30));
         generation.emit(token("a"));
         generation.emit(token("b"));
         let resumed = generation.watch(1);
@@ -214,7 +256,6 @@ mod tests {
             "u".into(),
             "c".into(),
             Duration::from_millis(50),
-            &CancellationToken::new(),
         );
         let watching = generation.watch(0);
         generation.emit(token("a"));

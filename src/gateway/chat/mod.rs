@@ -6,6 +6,7 @@ pub mod approvals;
 mod assemble;
 pub mod events;
 pub mod generation;
+pub mod limits;
 mod present;
 pub mod store;
 
@@ -83,6 +84,9 @@ pub async fn ask(
     user: ChatUser,
     request: Result<Json<Question>, JsonRejection>,
 ) -> Result<Response, GatewayError> {
+    if state.shutdown.is_cancelled() {
+        return Err(GatewayError::ShuttingDown);
+    }
     let question = body(request, state.body_limit)?;
     let text = question.question.trim().to_owned();
     if text.is_empty() {
@@ -92,6 +96,7 @@ pub async fn ask(
     if text.chars().count() > limit {
         return Err(GatewayError::QuestionTooLong { limit });
     }
+    let admission = state.limits.admit(&user.subject)?;
     let store = &state.agent.store;
     let conversation = store
         .open(&user.subject, question.conversation_id.as_deref(), &text)
@@ -119,12 +124,12 @@ pub async fn ask(
         user.subject.clone(),
         conversation.clone(),
         state.agent.settings.stream_grace,
-        &state.shutdown,
     );
     generation.emit(ChatEvent::Meta {
         conversation_id: conversation,
         message_id: message_id.clone(),
-        model: state.agent.model.name().to_owned(),
+        model: state.agent.models.primary().to_owned(),
+        fallback_from: None,
     });
     let response = stream(&generation, 0);
     tracing::info!(%message_id, subject = %user.subject, "question received");
@@ -132,6 +137,7 @@ pub async fn ask(
     let generations = state.generations.clone();
     state.tasks.spawn(async move {
         agent.run(&generation, &user, history, text).await;
+        drop(admission);
         generations.retire(&generation.id);
     });
     Ok(response)

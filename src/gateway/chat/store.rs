@@ -232,6 +232,22 @@ impl Store {
         Ok(())
     }
 
+    /// Tool calls a stopped generation left running get the reason it stopped.
+    pub async fn abandon_tool_calls(
+        &self,
+        generation_id: &str,
+        status: &str,
+    ) -> Result<(), GatewayError> {
+        sqlx::query(
+            "UPDATE tool_calls SET status = $1 WHERE generation_id = $2 AND status = 'running'",
+        )
+        .bind(status)
+        .bind(generation_id)
+        .execute(self.db.pool())
+        .await?;
+        Ok(())
+    }
+
     pub async fn usage(
         &self,
         generation_id: &str,

@@ -5,6 +5,7 @@
 
 pub mod offline;
 pub mod openai;
+pub mod router;
 
 use futures::future::BoxFuture;
 use futures::stream::BoxStream;
@@ -115,6 +116,9 @@ pub enum ModelError {
     Protocol(String),
     #[error("the model provider did not answer in time: {0}")]
     Timeout(String),
+    /// Our own limits for the model (concurrency, requests per minute) stayed full.
+    #[error("the model is busy: {0}")]
+    Busy(String),
 }
 
 pub type EventStream = BoxStream<'static, Result<ModelEvent, ModelError>>;

@@ -17,9 +17,11 @@ use rmcp::{ClientHandler, ClientLifecycleMode, ClientServiceExt, ServiceError};
 use serde_json::Value;
 use tokio::sync::{Mutex, RwLock};
 
+use super::breaker::{self, Breaker};
 use super::config::{AuthConfig, ServerConfig, secret};
 use super::http::{AuthedHttp, Credentials};
 use super::schema;
+use crate::gateway::config::Resilience;
 use crate::gateway::llm::ToolDef;
 use crate::issuer::Issuer;
 use crate::oauth_client::{ClientCredentials, TokenSource};
@@ -121,6 +123,7 @@ type Connection = RunningService<RoleClient, Handler>;
 
 struct Server {
     config: ServerConfig,
+    breaker: Breaker,
     http: AuthedHttp,
     connection: Mutex<Option<Arc<Connection>>>,
     stale: Arc<AtomicBool>,
@@ -177,6 +180,7 @@ impl ToolHub {
         configs: Vec<ServerConfig>,
         http: reqwest::Client,
         issuer: &Issuer,
+        resilience: &Resilience,
     ) -> anyhow::Result<Arc<Self>> {
         let mut servers = Vec::new();
         for config in configs.into_iter().filter(|c| c.enabled) {
@@ -214,6 +218,11 @@ impl ToolHub {
                 ))),
             };
             servers.push(Arc::new(Server {
+                breaker: Breaker::new(
+                    &config.name,
+                    resilience.breaker_failures,
+                    Resilience::secs(resilience.breaker_cooldown_secs),
+                ),
                 http: AuthedHttp::new(http.clone(), credentials),
                 config,
                 connection: Mutex::new(None),
@@ -231,6 +240,14 @@ impl ToolHub {
         self.servers.iter().map(|s| s.config.name.clone()).collect()
     }
 
+    /// Each server's circuit breaker state.
+    pub fn breakers(&self) -> Vec<(String, breaker::State)> {
+        self.servers
+            .iter()
+            .map(|s| (s.config.name.clone(), s.breaker.state()))
+            .collect()
+    }
+
     /// The current tools; rediscovered when stale. One caller refreshes, the others wait.
     pub async fn catalogue(&self) -> Arc<Catalogue> {
         let mut refreshed = self.refreshed.lock().await;
@@ -245,7 +262,8 @@ impl ToolHub {
             }
         };
         if due {
-            let catalogue = self.discover().await;
+            let previous = self.catalogue.read().await.clone();
+            let catalogue = self.discover(&previous).await;
             let complete = catalogue.unavailable.is_empty();
             *self.catalogue.write().await = Arc::new(catalogue);
             *refreshed = Some((Instant::now(), complete));
@@ -253,14 +271,38 @@ impl ToolHub {
         self.catalogue.read().await.clone()
     }
 
-    async fn discover(&self) -> Catalogue {
+    /// Lists every server's tools. A server that cannot be listed keeps the tools it
+    /// had: calls to them then report it unavailable, which the model can tell the
+    /// user, rather than the tools silently vanishing.
+    async fn discover(&self, previous: &Catalogue) -> Catalogue {
         let mut catalogue = Catalogue::default();
         for server in &self.servers {
-            match Self::list(server).await {
+            let listed = match server.breaker.attempt() {
+                Err(wait) => Err(format!(
+                    "the circuit breaker is open (next try in {} s)",
+                    wait.as_secs().max(1)
+                )),
+                Ok(attempt) => {
+                    let listed = Self::list(server).await;
+                    match &listed {
+                        Ok(_) => attempt.succeeded(),
+                        Err(_) => attempt.failed(),
+                    }
+                    listed
+                }
+            };
+            match listed {
                 Ok(tools) => catalogue.tools.extend(tools),
                 Err(reason) => {
                     tracing::warn!(server = %server.config.name, %reason, "cannot list the MCP server's tools");
                     server.forget_connection().await;
+                    catalogue.tools.extend(
+                        previous
+                            .tools
+                            .iter()
+                            .filter(|t| t.server == server.config.name)
+                            .cloned(),
+                    );
                     catalogue
                         .unavailable
                         .push((server.config.name.clone(), reason));
@@ -348,6 +390,30 @@ impl ToolHub {
                 tool.tool, tool.server
             ));
         }
+        let attempt = match server.breaker.attempt() {
+            Ok(attempt) => attempt,
+            Err(wait) => {
+                return CallOutcome::Unavailable(format!(
+                    "{} failed repeatedly and is not called for now (next try in {} s)",
+                    tool.server,
+                    wait.as_secs().max(1)
+                ));
+            }
+        };
+        let outcome = Self::call_server(server, tool, arguments, end_user).await;
+        match &outcome {
+            CallOutcome::Unavailable(_) => attempt.failed(),
+            _ => attempt.succeeded(),
+        }
+        outcome
+    }
+
+    async fn call_server(
+        server: &Server,
+        tool: &RegisteredTool,
+        arguments: JsonObject,
+        end_user: &str,
+    ) -> CallOutcome {
         let connection = match server.connection().await {
             Ok(connection) => connection,
             Err(reason) => return CallOutcome::Unavailable(reason),
@@ -418,6 +484,28 @@ fn humanize(name: &str) -> String {
         first.make_ascii_uppercase();
     }
     text
+}
+
+#[cfg(test)]
+impl RegisteredTool {
+    pub fn for_test(exposed: &str, read_only: bool) -> Self {
+        let (server, tool) = exposed.split_once("__").unwrap_or(("test", exposed));
+        Self {
+            exposed: exposed.to_owned(),
+            server: server.to_owned(),
+            tool: tool.to_owned(),
+            title: humanize(tool),
+            def: ToolDef {
+                name: exposed.to_owned(),
+                title: None,
+                description: String::new(),
+                parameters: Value::Object(Default::default()),
+                read_only,
+            },
+            read_only,
+            validator: None,
+        }
+    }
 }
 
 #[cfg(test)]

@@ -1,9 +1,11 @@
 //! The gateway's MCP side: the configured servers, the catalogue of their tools as
 //! offered to the model, and calling them.
 
+pub mod breaker;
 pub mod config;
 mod http;
 mod hub;
+pub mod policy;
 pub mod schema;
 
 pub use hub::{CallOutcome, Catalogue, RegisteredTool, ToolHub};

@@ -1,0 +1,264 @@
+//! Around every model call: which model answers (the primary, then the fallbacks in
+//! order), how many requests each model may have open and start per minute, retries
+//! with backoff while nothing has been streamed yet, and the first-token and
+//! inter-token timeouts.
+//!
+//! A stream is handed to the caller only once its first event has arrived, so every
+//! retry and fallback happens before anything reached the user: once tokens flowed,
+//! a failure is the caller's to report, never repeated behind their back.
+
+use std::num::NonZeroU32;
+use std::sync::Arc;
+use std::time::Duration;
+
+use futures::StreamExt;
+use governor::{DefaultDirectRateLimiter, Quota, RateLimiter};
+use tokio::sync::{OwnedSemaphorePermit, Semaphore};
+
+use super::{ChatModel, ChatRequest, EventStream, ModelError, ModelEvent};
+use crate::gateway::config::Resilience;
+
+pub struct ModelRouter {
+    candidates: Vec<Candidate>,
+    policy: Resilience,
+}
+
+struct Candidate {
+    model: Arc<dyn ChatModel>,
+    slots: Arc<Semaphore>,
+    rate: Option<DefaultDirectRateLimiter>,
+}
+
+/// What happened on the way to an answer, for the caller's logs, metrics and events.
+#[derive(Debug)]
+pub enum Note<'a> {
+    /// `model` failed with `error` and is asked again after `delay`.
+    Retry {
+        model: &'a str,
+        attempt: u32,
+        delay: Duration,
+        error: &'a ModelError,
+    },
+    /// `from` gave up with `error`; `to` is asked instead.
+    Fallback {
+        from: &'a str,
+        to: &'a str,
+        error: &'a ModelError,
+    },
+}
+
+/// A model's answer that has begun: its first event is already in `stream`.
+pub struct Opened {
+    pub model: String,
+    pub stream: EventStream,
+}
+
+impl ModelRouter {
+    /// `models`: the primary first, then the fallbacks in the order they are tried.
+    pub fn new(models: Vec<Arc<dyn ChatModel>>, policy: Resilience) -> Self {
+        let per_minute = policy.model_requests_per_minute.and_then(NonZeroU32::new);
+        let candidates = models
+            .into_iter()
+            .map(|model| Candidate {
+                model,
+                slots: Arc::new(Semaphore::new(policy.model_concurrency.max(1))),
+                rate: per_minute.map(|n| RateLimiter::direct(Quota::per_minute(n))),
+            })
+            .collect();
+        Self { candidates, policy }
+    }
+
+    /// The model that answers when all is well.
+    pub fn primary(&self) -> &str {
+        self.candidates.first().map_or("", |c| c.model.name())
+    }
+
+    pub fn models(&self) -> impl Iterator<Item = &str> {
+        self.candidates.iter().map(|c| c.model.name())
+    }
+
+    /// Starts an answer: the primary model, retried and then replaced by the
+    /// fallbacks as the policy allows.
+    pub async fn open(
+        &self,
+        request: &ChatRequest,
+        notes: &mut (dyn FnMut(Note<'_>) + Send),
+    ) -> Result<Opened, ModelError> {
+        let mut failed: Option<(&str, ModelError)> = None;
+        for (index, candidate) in self.candidates.iter().enumerate() {
+            if let Some((from, error)) = &failed {
+                notes(Note::Fallback {
+                    from,
+                    to: candidate.model.name(),
+                    error,
+                });
+            }
+            let has_fallback = index + 1 < self.candidates.len();
+            match self.attempts(candidate, request, has_fallback, notes).await {
+                Ok(opened) => return Ok(opened),
+                Err(error) if calls_for_fallback(&error) => {
+                    failed = Some((candidate.model.name(), error));
+                }
+                Err(error) => return Err(error),
+            }
+        }
+        Err(failed.map_or_else(
+            || ModelError::Protocol("no model is configured".to_owned()),
+            |(_, error)| error,
+        ))
+    }
+
+    /// One model, retried on transient failures; a 429 goes to the fallback at once
+    /// when there is one (it answers sooner than the wait the provider asks for).
+    async fn attempts(
+        &self,
+        candidate: &Candidate,
+        request: &ChatRequest,
+        has_fallback: bool,
+        notes: &mut (dyn FnMut(Note<'_>) + Send),
+    ) -> Result<Opened, ModelError> {
+        let mut attempt = 0;
+        loop {
+            let error = match self.attempt(candidate, request.clone()).await {
+                Ok(opened) => return Ok(opened),
+                Err(error) => error,
+            };
+            if attempt >= self.policy.retries {
+                return Err(error);
+            }
+            let delay = match &error {
+                ModelError::RateLimited { .. } if has_fallback => return Err(error),
+                ModelError::RateLimited { retry_after } => {
+                    let wait = retry_after.unwrap_or_else(|| self.backoff(attempt));
+                    if wait > Resilience::secs(self.policy.max_retry_after_secs) {
+                        return Err(error);
+                    }
+                    wait
+                }
+                error if is_transient(error) => self.backoff(attempt),
+                _ => return Err(error),
+            };
+            attempt += 1;
+            notes(Note::Retry {
+                model: candidate.model.name(),
+                attempt,
+                delay,
+                error: &error,
+            });
+            tokio::time::sleep(delay).await;
+        }
+    }
+
+    /// One request: a slot, the stream, and its first event within the timeout.
+    async fn attempt(
+        &self,
+        candidate: &Candidate,
+        request: ChatRequest,
+    ) -> Result<Opened, ModelError> {
+        let permit = self.slot(candidate).await?;
+        let first_token = Resilience::secs(self.policy.first_token_timeout_secs);
+        let started = tokio::time::timeout(first_token, async {
+            let mut stream = candidate.model.stream(request).await?;
+            let first = stream.next().await;
+            Ok::<_, ModelError>((stream, first))
+        })
+        .await
+        .map_err(|_| {
+            ModelError::Timeout(format!(
+                "no first token within {} s",
+                self.policy.first_token_timeout_secs
+            ))
+        })??;
+        let first = match started.1 {
+            Some(Ok(event)) => event,
+            Some(Err(error)) => return Err(error),
+            None => {
+                return Err(ModelError::Connection(
+                    "the stream ended before it began".to_owned(),
+                ));
+            }
+        };
+        let gap = Resilience::secs(self.policy.inter_token_timeout_secs);
+        Ok(Opened {
+            model: candidate.model.name().to_owned(),
+            stream: guarded(first, started.0, gap, permit),
+        })
+    }
+
+    /// Waits (within the bound) for the model's concurrency and rate limits.
+    async fn slot(&self, candidate: &Candidate) -> Result<OwnedSemaphorePermit, ModelError> {
+        let wait = Resilience::secs(self.policy.model_wait_secs);
+        tokio::time::timeout(wait, async {
+            let permit = candidate.slots.clone().acquire_owned().await;
+            if let Some(rate) = &candidate.rate {
+                rate.until_ready().await;
+            }
+            permit
+        })
+        .await
+        .map_err(|_| {
+            ModelError::Busy(format!(
+                "{} stayed at its request limits for {} s",
+                candidate.model.name(),
+                self.policy.model_wait_secs
+            ))
+        })?
+        .map_err(|_| ModelError::Busy("the model's limiter is closed".to_owned()))
+    }
+
+    /// Exponential, capped, with jitter so that many callers do not retry in step.
+    fn backoff(&self, attempt: u32) -> Duration {
+        let base = self
+            .policy
+            .backoff_ms
+            .saturating_mul(1 << attempt.min(16))
+            .min(self.policy.backoff_max_ms);
+        let jitter = 0.5 + crate::random::fraction() / 2.0;
+        Duration::from_millis((base as f64 * jitter) as u64)
+    }
+}
+
+/// The stream after its first event: each further event within `gap`, and the
+/// model's slot held until the stream is dropped.
+fn guarded(
+    first: ModelEvent,
+    rest: EventStream,
+    gap: Duration,
+    permit: OwnedSemaphorePermit,
+) -> EventStream {
+    let tail = futures::stream::unfold(Some((rest, permit)), move |state| async move {
+        let (mut rest, permit) = state?;
+        match tokio::time::timeout(gap, rest.next()).await {
+            Ok(Some(item)) => Some((item, Some((rest, permit)))),
+            Ok(None) => None,
+            Err(_) => Some((
+                Err(ModelError::Timeout(format!(
+                    "no token for {} s",
+                    gap.as_secs_f64()
+                ))),
+                None,
+            )),
+        }
+    });
+    futures::stream::once(async move { Ok(first) })
+        .chain(tail)
+        .boxed()
+}
+
+/// Connection failures, timeouts and 5xx may pass; a retry may succeed.
+fn is_transient(error: &ModelError) -> bool {
+    match error {
+        ModelError::Connection(_) | ModelError::Timeout(_) => true,
+        ModelError::Upstream { status, .. } => *status >= 500 || *status == 408,
+        _ => false,
+    }
+}
+
+/// Worth asking the next model: this one is rate limited, busy or kept failing.
+/// A request the provider rejects (4xx) or cannot be read is not.
+fn calls_for_fallback(error: &ModelError) -> bool {
+    matches!(error, ModelError::RateLimited { .. } | ModelError::Busy(_)) || is_transient(error)
+}
+
+#[cfg(test)]
+mod tests;
