@@ -8,6 +8,7 @@ use std::time::Duration;
 
 use maitred::config::{LlmSettings, Settings, sqlite_url};
 use maitred::db::Db;
+use maitred::gateway::tools::config::{AuthConfig, ServerConfig};
 use maitred::identity::dev::DevCredentials;
 use maitred::scripted_llm::{Script, ScriptedLlm};
 use serde_json::Value;
@@ -155,6 +156,30 @@ impl Role {
     }
 }
 
+/// maitred's own MCP role as the gateway's configured server `name` (a tweak can
+/// then mark it read-only or point it elsewhere): its dev secret is made now.
+pub fn own_mcp_server(settings: &Settings, name: &str) -> ServerConfig {
+    let credentials = DevCredentials::load_or_create(&settings.data_dir).expect("dev credentials");
+    ServerConfig {
+        name: name.to_owned(),
+        url: settings.mcp_resource(),
+        enabled: true,
+        read_only: false,
+        timeout_secs: 5.0,
+        auth: AuthConfig::ClientCredentials {
+            client_id: "maitred-gateway".into(),
+            client_secret: credentials
+                .client_secret("maitred-gateway")
+                .map(str::to_owned),
+            client_secret_env: None,
+            scopes: vec!["mcp.read".into(), "mcp.write".into()],
+            resource: Some(settings.mcp_resource()),
+            issuer: None,
+            token_url: None,
+        },
+    }
+}
+
 pub fn settings_for(data_dir: PathBuf, database_url: String, port: u16) -> Settings {
     settings_with_mcp(data_dir, database_url, port, 18082)
 }
@@ -201,7 +226,9 @@ impl TestApp {
         settings.auth_rate_limit_per_minute = 10_000;
         settings.mcp_role.backend_timeout = Duration::from_secs(2);
         settings.gateway_role.offline_fragment_delay = Duration::ZERO;
-        tweak(&mut settings);
+        // Quick retries, so tests of them do not wait for production back-offs.
+        settings.gateway_role.file.resilience.backoff_ms = 10;
+        settings.gateway_role.file.resilience.backoff_max_ms = 50;
         let llm = match llm {
             Llm::Offline => None,
             Llm::Scripted(script) => Some(ScriptedLlm::start(script).await.expect("scripted LLM")),
@@ -215,6 +242,8 @@ impl TestApp {
                 max_tokens: None,
             });
         }
+        // After the model is set, so a tweak can add fallbacks on the same upstream.
+        tweak(&mut settings);
         let mut app = Self::start(settings, backend, mcp, data_dir).await;
         let model =
             maitred::gateway::model(&app.settings, maitred::http_client::streaming().unwrap());
@@ -307,6 +336,27 @@ impl TestApp {
                 .await
                 .expect("backend router");
         self.backend = Some(Role::serve("backend", listener, router));
+    }
+
+    /// Stops the MCP role alone.
+    pub async fn stop_mcp(&mut self) {
+        if let Some(mcp) = self.mcp.take() {
+            mcp.stop().await;
+        }
+    }
+
+    /// Starts the MCP role again on its port.
+    pub async fn start_mcp(&mut self) {
+        let listener = TcpListener::bind(SocketAddr::from((
+            Ipv4Addr::LOCALHOST,
+            self.settings.mcp.port,
+        )))
+        .await
+        .expect("rebind the mcp port");
+        let shutdown = CancellationToken::new();
+        let router = maitred::mcp::router(&self.settings, self.http.clone(), shutdown.clone())
+            .expect("mcp router");
+        self.mcp = Some(Role::serve_until("mcp", listener, router, shutdown));
     }
 
     pub async fn stop(mut self) {
@@ -541,6 +591,54 @@ impl TestApp {
         );
         assert_eq!(response.headers()["content-type"], "text/event-stream");
         SseReader::new(response)
+    }
+
+    /// `GET /stream/chat/{message_id}`, after `last_seen` when given.
+    pub async fn watch(&self, token: &str, message_id: &str, last_seen: Option<u64>) -> SseReader {
+        let mut request = self
+            .http
+            .get(format!(
+                "{}/api/v1/resos/stream/chat/{message_id}",
+                self.gateway_url
+            ))
+            .bearer_auth(token);
+        if let Some(id) = last_seen {
+            request = request.header("last-event-id", id.to_string());
+        }
+        let response = request.send().await.unwrap();
+        assert_eq!(
+            response.status(),
+            200,
+            "watch: {}",
+            response.text().await.unwrap_or_default()
+        );
+        SseReader::new(response)
+    }
+
+    /// The stored messages of a conversation, as the API returns them.
+    pub async fn stored_messages(&self, token: &str, conversation: &str) -> Vec<Value> {
+        let stored: Value = self
+            .gateway_get(
+                &format!("/api/v1/resos/conversations/{conversation}"),
+                token,
+            )
+            .await
+            .json()
+            .await
+            .unwrap();
+        stored["messages"].as_array().cloned().unwrap_or_default()
+    }
+
+    /// Waits until the scripted upstream has no stream open (at most ~5 s).
+    pub async fn upstream_idle(&self) -> bool {
+        let llm = self.llm.as_ref().expect("a scripted LLM");
+        for _ in 0..250 {
+            if llm.open_streams() == 0 {
+                return true;
+            }
+            tokio::time::sleep(Duration::from_millis(20)).await;
+        }
+        false
     }
 
     /// A chat token, as `maitred token --client maitred-cli` gets one.

@@ -14,6 +14,7 @@ use tokio::sync::watch;
 use tokio_util::sync::CancellationToken;
 
 use super::events::ChatEvent;
+use super::limits::Admission;
 
 /// How long a finished generation's events stay available for late viewers.
 const RETENTION: Duration = Duration::from_secs(60);
@@ -30,6 +31,8 @@ pub struct Generation {
     finished: AtomicBool,
     /// Stopped by the server going down rather than by the user.
     interrupted: AtomicBool,
+    /// Counts against the owner's limit of running answers until `done`.
+    admission: Mutex<Option<Admission>>,
     grace: Duration,
 }
 
@@ -44,6 +47,11 @@ impl Generation {
         };
         if done {
             self.finished.store(true, Ordering::SeqCst);
+            // Before viewers hear `done`, so a next question is admitted at once.
+            self.admission
+                .lock()
+                .unwrap_or_else(|p| p.into_inner())
+                .take();
         }
         self.latest.send_replace(seq);
         seq
@@ -135,6 +143,7 @@ impl Generations {
         owner: String,
         conversation_id: String,
         grace: Duration,
+        admission: Option<Admission>,
     ) -> Arc<Generation> {
         let generation = Arc::new(Generation {
             id: id.clone(),
@@ -148,6 +157,7 @@ impl Generations {
             viewers: AtomicUsize::new(0),
             finished: AtomicBool::new(false),
             interrupted: AtomicBool::new(false),
+            admission: Mutex::new(admission),
             grace,
         });
         self.lock().insert(id, generation.clone());
@@ -231,8 +241,13 @@ mod tests {
     #[tokio::test]
     async fn a_late_viewer_gets_every_event_once_and_live_ones_after() {
         let generations = Generations::default();
-        let generation =
-            generations.start("m".into(), "u".into(), "c".into(), Duration::from_secs(30));
+        let generation = generations.start(
+            "m".into(),
+            "u".into(),
+            "c".into(),
+            Duration::from_secs(30),
+            None,
+        );
         generation.emit(token("a"));
         generation.emit(token("b"));
         let resumed = generation.watch(1);
@@ -256,6 +271,7 @@ mod tests {
             "u".into(),
             "c".into(),
             Duration::from_millis(50),
+            None,
         );
         let watching = generation.watch(0);
         generation.emit(token("a"));

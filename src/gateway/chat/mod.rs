@@ -124,6 +124,7 @@ pub async fn ask(
         user.subject.clone(),
         conversation.clone(),
         state.agent.settings.stream_grace,
+        Some(admission),
     );
     generation.emit(ChatEvent::Meta {
         conversation_id: conversation,
@@ -137,7 +138,6 @@ pub async fn ask(
     let generations = state.generations.clone();
     state.tasks.spawn(async move {
         agent.run(&generation, &user, history, text).await;
-        drop(admission);
         generations.retire(&generation.id);
     });
     Ok(response)
