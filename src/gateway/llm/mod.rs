@@ -105,9 +105,13 @@ pub enum ModelError {
     RateLimited {
         retry_after: Option<std::time::Duration>,
     },
-    /// A 4xx or 5xx answer to the request itself.
+    /// A 4xx or 5xx answer to the request itself (a 503 may say when to retry).
     #[error("the model provider answered {status}: {message}")]
-    Upstream { status: u16, message: String },
+    Upstream {
+        status: u16,
+        message: String,
+        retry_after: Option<std::time::Duration>,
+    },
     /// No connection, or the connection broke.
     #[error("cannot reach the model provider: {0}")]
     Connection(String),

@@ -135,6 +135,15 @@ impl ModelRouter {
                     }
                     wait
                 }
+                ModelError::Upstream {
+                    retry_after: Some(wait),
+                    ..
+                } if is_transient(&error) => {
+                    if *wait > Resilience::secs(self.policy.max_retry_after_secs) {
+                        return Err(error);
+                    }
+                    (*wait).max(self.backoff(attempt))
+                }
                 error if is_transient(error) => self.backoff(attempt),
                 _ => return Err(error),
             };
@@ -207,13 +216,14 @@ impl ModelRouter {
     }
 
     /// Exponential, capped, with jitter so that many callers do not retry in step.
+    /// The jitter (60–100 %) keeps each wait longer than the one before it.
     fn backoff(&self, attempt: u32) -> Duration {
         let base = self
             .policy
             .backoff_ms
             .saturating_mul(1 << attempt.min(16))
             .min(self.policy.backoff_max_ms);
-        let jitter = 0.5 + crate::random::fraction() / 2.0;
+        let jitter = 0.6 + crate::random::fraction() * 0.4;
         Duration::from_millis((base as f64 * jitter) as u64)
     }
 }

@@ -1,8 +1,9 @@
 #!/usr/bin/env python3
 """Asks maitred's gateway questions while it talks to LLMock, an OpenAI-compatible
 mock we did not write, through the real async-openai path: a scripted tool call,
-then LLMock's own answer; a stream that drops midway; one that ends early without
-finishing. Then asks LLMock for its verdict on how the client behaved.
+then LLMock's own answer; 500, 503 and 429 answers before the first token, which
+must be retried out of sight; a stream that drops midway; one that ends early
+without finishing. LLMock gives its verdict on how the client behaved.
 
     check_gateway.py --gateway http://localhost:8081 --llmock http://127.0.0.1:PORT --token TOKEN
 """
@@ -52,7 +53,14 @@ def ask(gateway: str, token: str, question: str) -> list[tuple[str, dict]]:
 def verdict(llmock: str) -> bool:
     with urllib.request.urlopen(f"{llmock}/_llmock/verdict", timeout=10) as response:
         found = json.loads(response.read())
+    if found.get("findings"):
+        print(json.dumps(found["findings"], indent=2))
     return found.get("passed") is True and not found.get("findings")
+
+
+def verdict_text(llmock: str) -> str:
+    with urllib.request.urlopen(f"{llmock}/_llmock/verdict?format=text", timeout=10) as response:
+        return response.read().decode()
 
 
 def scenario(llmock: str, behaviors: list[dict]) -> None:
@@ -76,6 +84,20 @@ def main(gateway: str, llmock: str, token: str) -> int:
     check("usage was reported", "usage" in names, names)
     check("finished normally", events[-1][1] == {"finish_reason": "stop"}, events[-1])
     check("LLMock's verdict on the exchange: no finding", verdict(llmock), verdict(llmock))
+
+    # Failures before the first token are retried out of sight: with backoff, and
+    # after a 429 no sooner than Retry-After asks. LLMock judges the timing.
+    for behaviors, what in [
+        ([{"type": "fail", "status": 500}], "a 500"),
+        ([{"type": "fail", "status": 503, "times": 2}], "two 503s"),
+        ([{"type": "fail", "status": 429, "retry_after": 1}], "a 429 with Retry-After: 1"),
+    ]:
+        scenario(llmock, behaviors)
+        events = ask(gateway, token, "What are the opening hours?")
+        names = [name for name, _ in events]
+        check(f"{what} before the first token is retried invisibly",
+              "error" not in names and events[-1][1] == {"finish_reason": "stop"}, events[-3:])
+        check(f"LLMock's verdict on the retries after {what}: no finding", verdict(llmock), verdict_text(llmock))
 
     # The connection drops after a few chunks: an error, not a silent half answer.
     scenario(llmock, [{"type": "stream_fault", "kind": "disconnect", "after_chunks": 3}])

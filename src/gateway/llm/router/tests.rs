@@ -75,6 +75,7 @@ fn server_error() -> Answer {
     Answer::Fail(ModelError::Upstream {
         status: 500,
         message: "boom".into(),
+        retry_after: None,
     })
 }
 
@@ -139,6 +140,7 @@ async fn a_rejected_request_is_neither_retried_nor_sent_to_the_fallback() {
         vec![Answer::Fail(ModelError::Upstream {
             status: 400,
             message: "bad".into(),
+            retry_after: None,
         })],
     );
     let fallback = Fake::new("b", vec![]);
@@ -307,4 +309,28 @@ async fn over_the_requests_per_minute_limit_a_request_waits_within_its_bound() {
         1,
         "the waiting request never reached the model"
     );
+}
+
+#[tokio::test(start_paused = true)]
+async fn a_503_that_says_when_to_come_back_is_retried_no_sooner() {
+    let busy = || {
+        Answer::Fail(ModelError::Upstream {
+            status: 503,
+            message: "busy".into(),
+            retry_after: Some(Duration::from_secs(4)),
+        })
+    };
+    let model = Fake::new("a", vec![busy(), text(&["ok"])]);
+    let started = tokio::time::Instant::now();
+    let (result, _) = ask(&router_with(model)).await;
+    assert!(result.is_ok());
+    assert!(started.elapsed() >= Duration::from_secs(4));
+
+    let model = Fake::new("a", vec![busy()]);
+    let (result, notes) = ask(&routed(vec![model], |p| p.max_retry_after_secs = 2.0)).await;
+    assert!(matches!(
+        result,
+        Err(ModelError::Upstream { status: 503, .. })
+    ));
+    assert!(notes.is_empty(), "a wait past the bound is not waited for");
 }
