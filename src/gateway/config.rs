@@ -189,3 +189,28 @@ impl GatewayFile {
             .collect()
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// The README's example is what an operator copies: it must load as documented.
+    #[test]
+    fn the_readme_example_loads() {
+        let readme = include_str!("../../README.md");
+        let start = readme.find("```toml\n[[fallbacks]]").unwrap() + "```toml\n".len();
+        let end = start + readme[start..].find("```").unwrap();
+        let file: GatewayFile = toml::from_str(&readme[start..end]).unwrap();
+        assert_eq!(file.fallbacks[0].model, "llama-3.3-70b-versatile");
+        assert_eq!(file.resilience.max_retry_after_secs, 20.0);
+        assert_eq!(file.resilience.model_requests_per_minute, Some(0));
+        assert_eq!(file.limits.concurrent_generations, 3);
+        assert!(!file.policy["USER"].write_tools);
+    }
+
+    #[test]
+    fn unknown_keys_are_refused_with_their_name() {
+        let error = toml::from_str::<GatewayFile>("[resilience]\nretrys = 3\n").unwrap_err();
+        assert!(error.to_string().contains("retrys"), "{error}");
+    }
+}
