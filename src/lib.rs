@@ -18,3 +18,4 @@ pub mod random;
 pub mod scripted_llm;
 pub mod shutdown;
 pub mod telemetry;
+pub mod trace_context;

@@ -3,7 +3,9 @@
 use std::time::Duration;
 
 use axum::Router;
-use axum::http::{HeaderName, Request, Response, StatusCode, header};
+use axum::extract::Request as AxumRequest;
+use axum::http::{HeaderName, HeaderValue, Request, Response, StatusCode, header};
+use axum::middleware::{Next, from_fn};
 use axum::response::IntoResponse;
 use tower::ServiceBuilder;
 use tower_http::catch_panic::CatchPanicLayer;
@@ -11,6 +13,8 @@ use tower_http::request_id::{MakeRequestUuid, PropagateRequestIdLayer, SetReques
 use tower_http::sensitive_headers::SetSensitiveHeadersLayer;
 use tower_http::trace::TraceLayer;
 use tracing::Span;
+
+use crate::trace_context::{TRACERESPONSE, TraceContext};
 
 pub const REQUEST_ID: HeaderName = HeaderName::from_static("x-request-id");
 
@@ -24,6 +28,9 @@ pub fn wrap(router: Router) -> Router {
         ]))
         // Keep a caller's request id (so one id follows a request across roles), or mint one.
         .layer(SetRequestIdLayer::new(REQUEST_ID, MakeRequestUuid))
+        // Continue the caller's trace (W3C traceparent) or start one, before the span
+        // is made: every log line of the request carries its trace id.
+        .layer(from_fn(trace_context))
         .layer(
             TraceLayer::new_for_http()
                 .make_span_with(|request: &Request<_>| {
@@ -32,11 +39,14 @@ pub fn wrap(router: Router) -> Router {
                         .get(REQUEST_ID)
                         .and_then(|v| v.to_str().ok())
                         .unwrap_or_default();
+                    let trace = request.extensions().get::<TraceContext>();
                     tracing::info_span!(
                         "request",
                         method = %request.method(),
                         path = %request.uri().path(),
                         request_id,
+                        trace_id = trace.map(|t| display(t.trace_id())),
+                        span_id = trace.map(|t| display(t.span_id())),
                     )
                 })
                 .on_request(())
@@ -62,4 +72,19 @@ pub fn wrap(router: Router) -> Router {
                 .into_response()
         }));
     router.layer(layers)
+}
+
+/// Puts this request's span in the trace into the request's extensions (handlers
+/// take it as a [`TraceContext`] extractor): a child of a valid incoming
+/// `traceparent`, else a new trace. The response names that span in `traceresponse`.
+async fn trace_context(mut request: AxumRequest, next: Next) -> axum::response::Response {
+    let trace = TraceContext::from_headers(request.headers())
+        .map(|caller| caller.child())
+        .unwrap_or_else(TraceContext::new_root);
+    request.extensions_mut().insert(trace);
+    let mut response = next.run(request).await;
+    if let Ok(value) = HeaderValue::try_from(trace.header_value()) {
+        response.headers_mut().insert(TRACERESPONSE, value);
+    }
+    response
 }
