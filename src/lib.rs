@@ -13,6 +13,7 @@ pub mod http_client;
 pub mod identity;
 pub mod issuer;
 pub mod mcp;
+pub mod metrics;
 pub mod oauth_client;
 pub mod random;
 pub mod scripted_llm;

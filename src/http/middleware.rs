@@ -5,7 +5,7 @@ use std::time::Duration;
 use axum::Router;
 use axum::extract::Request as AxumRequest;
 use axum::http::{HeaderName, HeaderValue, Request, Response, StatusCode, header};
-use axum::middleware::{Next, from_fn};
+use axum::middleware::{Next, from_fn, from_fn_with_state};
 use axum::response::IntoResponse;
 use tower::ServiceBuilder;
 use tower_http::catch_panic::CatchPanicLayer;
@@ -14,11 +14,14 @@ use tower_http::sensitive_headers::SetSensitiveHeadersLayer;
 use tower_http::trace::TraceLayer;
 use tracing::Span;
 
+use crate::metrics::Metrics;
 use crate::trace_context::{TRACERESPONSE, TraceContext};
 
 pub const REQUEST_ID: HeaderName = HeaderName::from_static("x-request-id");
 
-pub fn wrap(router: Router) -> Router {
+/// Adds `GET /metrics` (from `metrics`) to `router` and wraps it all in the common
+/// layers, which record every request on `metrics`.
+pub fn wrap(router: Router, metrics: &Metrics) -> Router {
     let layers = ServiceBuilder::new()
         // Credentials never reach the logs, whatever layer below logs headers.
         .layer(SetSensitiveHeadersLayer::new([
@@ -59,6 +62,11 @@ pub fn wrap(router: Router) -> Router {
                 }),
         )
         .layer(PropagateRequestIdLayer::new(REQUEST_ID))
+        // Around the panic catcher, so a panic counts as the 500 the client gets.
+        .layer(from_fn_with_state(
+            metrics.clone(),
+            super::metrics::record,
+        ))
         // A panicking handler becomes a 500 with the common envelope, not a dropped connection.
         .layer(CatchPanicLayer::custom(|_panic| {
             tracing::error!("handler panicked");
@@ -71,7 +79,9 @@ pub fn wrap(router: Router) -> Router {
             )
                 .into_response()
         }));
-    router.layer(layers)
+    router
+        .merge(super::metrics::routes(metrics.clone()))
+        .layer(layers)
 }
 
 /// Puts this request's span in the trace into the request's extensions (handlers

@@ -28,6 +28,7 @@ use crate::cli::Mode;
 use crate::config::{API_PREFIX, Settings};
 use crate::http;
 use crate::identity::dev::DevCredentials;
+use crate::metrics::Metrics;
 use crate::oauth_client::{ClientCredentials, TokenSource};
 use backend::BackendClient;
 
@@ -69,6 +70,7 @@ pub fn router(
     http: reqwest::Client,
     shutdown: CancellationToken,
 ) -> anyhow::Result<Router> {
+    let metrics = Metrics::new();
     let server = McpServer::new(backend_client(settings, http.clone())?, Access::Token);
     let resource = settings.mcp_resource();
     let metadata_url = format!(
@@ -125,7 +127,10 @@ pub fn router(
         "the backend",
         format!("{}/readyz", settings.mcp_role.backend_url),
     ));
-    Ok(http::middleware::wrap(mcp.merge(discovery).merge(health)))
+    Ok(http::middleware::wrap(
+        mcp.merge(discovery).merge(health),
+        &metrics,
+    ))
 }
 
 /// `maitred mcp --stdio`: the same tools for a desktop client that started us.
