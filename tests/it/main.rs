@@ -11,5 +11,6 @@ mod chat;
 mod errors;
 mod identity;
 mod mcp;
+mod observability;
 mod restart;
 mod tokens;
