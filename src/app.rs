@@ -13,6 +13,7 @@ use crate::cli::{Cli, Command, Mode, TokenArgs};
 use crate::config::{API_PREFIX, Settings};
 use crate::db::Db;
 use crate::identity::{self, Identity};
+use crate::metrics::{Metrics, PoolCollector};
 use crate::{gateway, http, http_client, mcp, oauth_client, shutdown};
 use tokio_util::sync::CancellationToken;
 use tokio_util::task::TaskTracker;
@@ -56,6 +57,8 @@ pub async fn backend_router(
         },
         settings.body_limit,
     );
+    let metrics = Metrics::new();
+    metrics.register_collector(PoolCollector(db.clone()));
     let mut router = http::health::routes(http::health::database(db.clone())).merge(api);
     let mut banner = None;
     if settings.builtin_identity() {
@@ -63,7 +66,7 @@ pub async fn backend_router(
         router = router.merge(identity::router(identity));
         banner = dev_banner;
     }
-    Ok((http::middleware::wrap(router), banner))
+    Ok((http::middleware::wrap(router, &metrics), banner))
 }
 
 pub async fn run(cli: Cli) -> anyhow::Result<()> {

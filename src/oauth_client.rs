@@ -4,6 +4,9 @@
 use anyhow::{Context, anyhow};
 use oauth2::basic::BasicClient;
 use oauth2::{AuthType, ClientId, ClientSecret, Scope, TokenResponse, TokenUrl};
+use prometheus_client::encoding::EncodeLabelSet;
+use prometheus_client::metrics::counter::Counter;
+use prometheus_client::metrics::family::Family;
 use serde::Deserialize;
 
 use crate::issuer::Issuer;
@@ -113,6 +116,16 @@ pub struct TokenSource {
     issuer: Issuer,
     request: ClientCredentials,
     cached: tokio::sync::Mutex<Option<Cached>>,
+    fetches: Option<Family<TokenFetchLabels, Counter>>,
+}
+
+/// A token request a [`TokenSource`] made: why (`first`: none yet; `expiring`: the
+/// cached one is due for renewal; `rejected`: the service refused it) and how it
+/// went (`ok`, `error`).
+#[derive(Clone, Debug, Hash, PartialEq, Eq, EncodeLabelSet)]
+pub struct TokenFetchLabels {
+    pub reason: &'static str,
+    pub outcome: &'static str,
 }
 
 struct Cached {
@@ -128,7 +141,14 @@ impl TokenSource {
             issuer,
             request,
             cached: tokio::sync::Mutex::new(None),
+            fetches: None,
         }
+    }
+
+    /// Counts every request to the issuer on `fetches` (the role registers it).
+    pub fn with_metrics(mut self, fetches: Family<TokenFetchLabels, Counter>) -> Self {
+        self.fetches = Some(fetches);
+        self
     }
 
     pub fn client_id(&self) -> &str {
@@ -142,7 +162,12 @@ impl TokenSource {
         {
             return Ok(c.token.clone());
         }
-        self.fetch(&mut cached).await
+        let reason = if cached.is_some() {
+            "expiring"
+        } else {
+            "first"
+        };
+        self.fetch(&mut cached, reason).await
     }
 
     /// After `rejected` was refused (a 401): fetch a new token, unless another caller
@@ -154,10 +179,25 @@ impl TokenSource {
         {
             return Ok(c.token.clone());
         }
-        self.fetch(&mut cached).await
+        self.fetch(&mut cached, "rejected").await
     }
 
-    async fn fetch(&self, cached: &mut Option<Cached>) -> anyhow::Result<String> {
+    async fn fetch(
+        &self,
+        cached: &mut Option<Cached>,
+        reason: &'static str,
+    ) -> anyhow::Result<String> {
+        let result = self.issue(cached).await;
+        if let Some(fetches) = &self.fetches {
+            let outcome = if result.is_ok() { "ok" } else { "error" };
+            fetches
+                .get_or_create(&TokenFetchLabels { reason, outcome })
+                .inc();
+        }
+        result
+    }
+
+    async fn issue(&self, cached: &mut Option<Cached>) -> anyhow::Result<String> {
         let mut request = self.request.clone();
         if request.token_url.is_empty() {
             request.token_url = discover_token_url(&self.http, &self.issuer).await?;

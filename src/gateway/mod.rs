@@ -29,6 +29,7 @@ use crate::config::{API_PREFIX, Settings};
 use crate::db::Db;
 use crate::http;
 use crate::identity::dev::DevCredentials;
+use crate::metrics::Metrics;
 use chat::agent::Agent;
 use chat::approvals::Approvals;
 use chat::generation::Generations;
@@ -53,6 +54,8 @@ pub struct GatewayState {
     pub shutdown: CancellationToken,
     pub tasks: TaskTracker,
     pub body_limit: usize,
+    /// The gateway's registry, served at `/metrics`; gateway series register on it.
+    pub metrics: Metrics,
 }
 
 impl FromRef<GatewayState> for Arc<TokenVerifier> {
@@ -125,6 +128,7 @@ pub fn router(
     shutdown: CancellationToken,
     tasks: TaskTracker,
 ) -> anyhow::Result<(Router, GatewayState)> {
+    let metrics = Metrics::new();
     let http = crate::http_client::new()?;
     let streaming = crate::http_client::streaming()?;
     let verifier = Arc::new(TokenVerifier::new(
@@ -195,6 +199,7 @@ pub fn router(
         shutdown,
         tasks,
         body_limit: settings.body_limit,
+        metrics,
     };
     let api = Router::new()
         .route(&format!("{API_PREFIX}/stream/chat"), post(chat::ask))
@@ -225,5 +230,5 @@ pub fn router(
         .layer(CsrfLayer::new())
         .with_state(state.clone());
     let router = http::health::routes(http::health::database(db)).merge(api);
-    Ok((http::middleware::wrap(router), state))
+    Ok((http::middleware::wrap(router, &state.metrics), state))
 }

@@ -3,7 +3,9 @@
 use std::time::Duration;
 
 use axum::Router;
-use axum::http::{HeaderName, Request, Response, StatusCode, header};
+use axum::extract::Request as AxumRequest;
+use axum::http::{HeaderName, HeaderValue, Request, Response, StatusCode, header};
+use axum::middleware::{Next, from_fn, from_fn_with_state};
 use axum::response::IntoResponse;
 use tower::ServiceBuilder;
 use tower_http::catch_panic::CatchPanicLayer;
@@ -12,9 +14,14 @@ use tower_http::sensitive_headers::SetSensitiveHeadersLayer;
 use tower_http::trace::TraceLayer;
 use tracing::Span;
 
+use crate::metrics::Metrics;
+use crate::trace_context::{TRACERESPONSE, TraceContext};
+
 pub const REQUEST_ID: HeaderName = HeaderName::from_static("x-request-id");
 
-pub fn wrap(router: Router) -> Router {
+/// Adds `GET /metrics` (from `metrics`) to `router` and wraps it all in the common
+/// layers, which record every request on `metrics`.
+pub fn wrap(router: Router, metrics: &Metrics) -> Router {
     let layers = ServiceBuilder::new()
         // Credentials never reach the logs, whatever layer below logs headers.
         .layer(SetSensitiveHeadersLayer::new([
@@ -24,6 +31,9 @@ pub fn wrap(router: Router) -> Router {
         ]))
         // Keep a caller's request id (so one id follows a request across roles), or mint one.
         .layer(SetRequestIdLayer::new(REQUEST_ID, MakeRequestUuid))
+        // Continue the caller's trace (W3C traceparent) or start one, before the span
+        // is made: every log line of the request carries its trace id.
+        .layer(from_fn(trace_context))
         .layer(
             TraceLayer::new_for_http()
                 .make_span_with(|request: &Request<_>| {
@@ -32,11 +42,14 @@ pub fn wrap(router: Router) -> Router {
                         .get(REQUEST_ID)
                         .and_then(|v| v.to_str().ok())
                         .unwrap_or_default();
+                    let trace = request.extensions().get::<TraceContext>();
                     tracing::info_span!(
                         "request",
                         method = %request.method(),
                         path = %request.uri().path(),
                         request_id,
+                        trace_id = trace.map(|t| display(t.trace_id())),
+                        span_id = trace.map(|t| display(t.span_id())),
                     )
                 })
                 .on_request(())
@@ -49,6 +62,11 @@ pub fn wrap(router: Router) -> Router {
                 }),
         )
         .layer(PropagateRequestIdLayer::new(REQUEST_ID))
+        // Around the panic catcher, so a panic counts as the 500 the client gets.
+        .layer(from_fn_with_state(
+            metrics.clone(),
+            super::metrics::record,
+        ))
         // A panicking handler becomes a 500 with the common envelope, not a dropped connection.
         .layer(CatchPanicLayer::custom(|_panic| {
             tracing::error!("handler panicked");
@@ -61,5 +79,22 @@ pub fn wrap(router: Router) -> Router {
             )
                 .into_response()
         }));
-    router.layer(layers)
+    router
+        .merge(super::metrics::routes(metrics.clone()))
+        .layer(layers)
+}
+
+/// Puts this request's span in the trace into the request's extensions (handlers
+/// take it as a [`TraceContext`] extractor): a child of a valid incoming
+/// `traceparent`, else a new trace. The response names that span in `traceresponse`.
+async fn trace_context(mut request: AxumRequest, next: Next) -> axum::response::Response {
+    let trace = TraceContext::from_headers(request.headers())
+        .map(|caller| caller.child())
+        .unwrap_or_else(TraceContext::new_root);
+    request.extensions_mut().insert(trace);
+    let mut response = next.run(request).await;
+    if let Ok(value) = HeaderValue::try_from(trace.header_value()) {
+        response.headers_mut().insert(TRACERESPONSE, value);
+    }
+    response
 }

@@ -3,6 +3,7 @@
 
 pub mod client_ip;
 pub mod health;
+pub mod metrics;
 pub mod middleware;
 
 use std::net::SocketAddr;

@@ -1,13 +1,19 @@
 //! The MCP server's client for the backend API. It authenticates as itself (its own
 //! client-credentials token for the backend's audience); a caller's token is never
-//! passed on.
+//! passed on. Each request carries the tool call's trace in `traceparent`.
 
+use std::sync::Arc;
 use std::time::Duration;
 
+use prometheus_client::metrics::counter::Counter;
+use prometheus_client::metrics::family::Family;
 use reqwest::{Method, StatusCode};
 use serde_json::Value;
 
+use super::metrics::BackendLabels;
+use crate::metrics::status_class;
 use crate::oauth_client::TokenSource;
+use crate::trace_context::{TRACEPARENT, TraceContext};
 
 #[derive(Debug, thiserror::Error)]
 pub enum BackendError {
@@ -24,12 +30,21 @@ pub enum BackendError {
     Unavailable(String),
 }
 
+/// A cheap handle: clones share the connection pool and the token.
+#[derive(Clone)]
 pub struct BackendClient {
+    shared: Arc<Shared>,
+    /// The span requests are made from, sent as their parent.
+    trace: Option<TraceContext>,
+}
+
+struct Shared {
     http: reqwest::Client,
     /// `<backend>/api/v1/resos`
     api: String,
     tokens: TokenSource,
     timeout: Duration,
+    requests: Family<BackendLabels, Counter>,
 }
 
 /// A list with the total the backend reported in `X-Total-Count`.
@@ -39,17 +54,36 @@ pub struct Page {
 }
 
 impl BackendClient {
-    pub fn new(http: reqwest::Client, api: String, tokens: TokenSource, timeout: Duration) -> Self {
+    /// Every request (a retry too) is counted on `requests`.
+    pub fn new(
+        http: reqwest::Client,
+        api: String,
+        tokens: TokenSource,
+        timeout: Duration,
+        requests: Family<BackendLabels, Counter>,
+    ) -> Self {
         Self {
-            http,
-            api,
-            tokens,
-            timeout,
+            shared: Arc::new(Shared {
+                http,
+                api,
+                tokens,
+                timeout,
+                requests,
+            }),
+            trace: None,
+        }
+    }
+
+    /// This client, sending `trace` as the parent of its requests.
+    pub fn traced(&self, trace: TraceContext) -> Self {
+        Self {
+            shared: self.shared.clone(),
+            trace: Some(trace),
         }
     }
 
     pub fn timeout(&self) -> Duration {
-        self.timeout
+        self.shared.timeout
     }
 
     pub async fn get(&self, path: &str, query: &[(&str, String)]) -> Result<Value, BackendError> {
@@ -86,24 +120,39 @@ impl BackendClient {
         query: &[(&str, String)],
         body: Option<&Value>,
     ) -> Result<(Value, Option<u64>), BackendError> {
+        let shared = &self.shared;
+        let count = |status: &'static str| {
+            shared
+                .requests
+                .get_or_create(&BackendLabels {
+                    method: method_label(&method),
+                    status,
+                })
+                .inc();
+        };
         let call = async {
             let mut token = self.token(None).await?;
             let mut retried = false;
             loop {
-                let mut request = self
+                let mut request = shared
                     .http
-                    .request(method.clone(), format!("{}{path}", self.api))
+                    .request(method.clone(), format!("{}{path}", shared.api))
                     .bearer_auth(&token)
                     .query(query);
+                if let Some(trace) = &self.trace {
+                    request = request.header(TRACEPARENT, trace.header_value());
+                }
                 if let Some(body) = body {
                     request = request.json(body);
                 }
                 let response = request.send().await.map_err(|e| {
+                    count("error");
                     BackendError::Unavailable(format!(
                         "the backend cannot be reached: {}",
                         root_cause(&e)
                     ))
                 })?;
+                count(status_class(response.status().as_u16()));
                 if response.status() == StatusCode::UNAUTHORIZED && !retried {
                     tracing::info!("the backend refused our token; refreshing it once");
                     token = self.token(Some(&token)).await?;
@@ -113,19 +162,22 @@ impl BackendClient {
                 return read(response).await;
             }
         };
-        match tokio::time::timeout(self.timeout, call).await {
+        match tokio::time::timeout(shared.timeout, call).await {
             Ok(result) => result,
-            Err(_) => Err(BackendError::Unavailable(format!(
-                "the backend did not answer within {} s",
-                self.timeout.as_secs_f64()
-            ))),
+            Err(_) => {
+                count("timeout");
+                Err(BackendError::Unavailable(format!(
+                    "the backend did not answer within {} s",
+                    shared.timeout.as_secs_f64()
+                )))
+            }
         }
     }
 
     async fn token(&self, rejected: Option<&str>) -> Result<String, BackendError> {
         let token = match rejected {
-            Some(rejected) => self.tokens.refresh(rejected).await,
-            None => self.tokens.token().await,
+            Some(rejected) => self.shared.tokens.refresh(rejected).await,
+            None => self.shared.tokens.token().await,
         };
         token.map_err(|e| {
             tracing::warn!(error = format!("{e:#}"), "no token for the backend");
@@ -163,6 +215,16 @@ async fn read(response: reqwest::Response) -> Result<(Value, Option<u64>), Backe
         Err(BackendError::Unavailable(format!(
             "the backend failed ({status}): {message}"
         )))
+    }
+}
+
+fn method_label(method: &Method) -> &'static str {
+    match *method {
+        Method::GET => "GET",
+        Method::POST => "POST",
+        Method::PUT => "PUT",
+        Method::DELETE => "DELETE",
+        _ => "other",
     }
 }
 

@@ -6,6 +6,7 @@ mod args;
 mod backend;
 pub mod catalogue;
 mod error;
+mod metrics;
 mod server;
 mod tools;
 
@@ -28,11 +29,17 @@ use crate::cli::Mode;
 use crate::config::{API_PREFIX, Settings};
 use crate::http;
 use crate::identity::dev::DevCredentials;
+use crate::metrics::Metrics;
 use crate::oauth_client::{ClientCredentials, TokenSource};
 use backend::BackendClient;
+use metrics::McpMetrics;
 
 /// The backend client with the MCP role's own credentials.
-fn backend_client(settings: &Settings, http: reqwest::Client) -> anyhow::Result<BackendClient> {
+fn backend_client(
+    settings: &Settings,
+    http: reqwest::Client,
+    metrics: &McpMetrics,
+) -> anyhow::Result<BackendClient> {
     let role = &settings.mcp_role;
     let secret = match (&role.client_secret, settings.mode) {
         (Some(secret), _) => secret.clone(),
@@ -54,12 +61,14 @@ fn backend_client(settings: &Settings, http: reqwest::Client) -> anyhow::Result<
             scopes: vec!["backend.read".to_owned(), "backend.write".to_owned()],
             resource: Some(settings.backend_resource()),
         },
-    );
+    )
+    .with_metrics(metrics.token_requests.clone());
     Ok(BackendClient::new(
         http,
         format!("{}{API_PREFIX}", role.backend_url),
         tokens,
         role.backend_timeout,
+        metrics.backend_requests.clone(),
     ))
 }
 
@@ -69,7 +78,13 @@ pub fn router(
     http: reqwest::Client,
     shutdown: CancellationToken,
 ) -> anyhow::Result<Router> {
-    let server = McpServer::new(backend_client(settings, http.clone())?, Access::Token);
+    let metrics = Metrics::new();
+    let mcp_metrics = McpMetrics::register(&metrics);
+    let server = McpServer::new(
+        backend_client(settings, http.clone(), &mcp_metrics)?,
+        Access::Token,
+        mcp_metrics,
+    );
     let resource = settings.mcp_resource();
     let metadata_url = format!(
         "{}/.well-known/oauth-protected-resource/mcp",
@@ -125,12 +140,21 @@ pub fn router(
         "the backend",
         format!("{}/readyz", settings.mcp_role.backend_url),
     ));
-    Ok(http::middleware::wrap(mcp.merge(discovery).merge(health)))
+    Ok(http::middleware::wrap(
+        mcp.merge(discovery).merge(health),
+        &metrics,
+    ))
 }
 
 /// `maitred mcp --stdio`: the same tools for a desktop client that started us.
 pub async fn serve_stdio(settings: &Settings, http: reqwest::Client) -> anyhow::Result<()> {
-    let server = McpServer::new(backend_client(settings, http)?, Access::Local);
+    // Nothing scrapes a stdio server; the series are kept all the same.
+    let metrics = McpMetrics::register(&Metrics::new());
+    let server = McpServer::new(
+        backend_client(settings, http, &metrics)?,
+        Access::Local,
+        metrics,
+    );
     tracing::info!("serving MCP over stdio");
     let running = server
         .serve(rmcp::transport::stdio())

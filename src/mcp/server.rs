@@ -14,12 +14,14 @@ use rmcp::model::{
 };
 use rmcp::service::RequestContext;
 use rmcp::{ErrorData, RoleServer, ServerHandler};
-use serde_json::Value;
+use tracing::Instrument;
 
 use super::backend::BackendClient;
 use super::catalogue::{Entry, catalogue};
+use super::metrics::{McpMetrics, Outcome};
 use super::tools;
 use crate::auth::Principal;
+use crate::trace_context::TraceContext;
 
 /// The `_meta` key under which a caller may name the end user it acts for. It is
 /// logged for audit, never used to decide access.
@@ -48,15 +50,17 @@ struct Shared {
     tools: Vec<Entry>,
     backend: BackendClient,
     access: Access,
+    metrics: McpMetrics,
 }
 
 impl McpServer {
-    pub fn new(backend: BackendClient, access: Access) -> Self {
+    pub fn new(backend: BackendClient, access: Access, metrics: McpMetrics) -> Self {
         Self {
             shared: Arc::new(Shared {
                 tools: catalogue(),
                 backend,
                 access,
+                metrics,
             }),
         }
     }
@@ -71,6 +75,21 @@ fn principal(ctx: &RequestContext<RoleServer>) -> Option<Principal> {
         .get::<axum::http::request::Parts>()
         .and_then(|parts| parts.extensions.get::<Principal>())
         .cloned()
+}
+
+/// The tool call's own span in the trace: a child of the caller's `_meta.traceparent`
+/// when it is valid, else of the HTTP request's span (over stdio: a new trace).
+fn trace(ctx: &RequestContext<RoleServer>) -> TraceContext {
+    let from_meta = ctx.meta.get_traceparent().and_then(TraceContext::parse);
+    let from_http = || {
+        ctx.extensions
+            .get::<axum::http::request::Parts>()
+            .and_then(|parts| parts.extensions.get::<TraceContext>())
+            .copied()
+    };
+    from_meta
+        .or_else(from_http)
+        .map_or_else(TraceContext::new_root, |parent| parent.child())
 }
 
 impl ServerHandler for McpServer {
@@ -142,14 +161,64 @@ impl ServerHandler for McpServer {
         request: CallToolRequestParams,
         ctx: RequestContext<RoleServer>,
     ) -> Result<CallToolResponse, ErrorData> {
+        let trace = trace(&ctx);
+        let name = request.name.to_string();
+        // The tool label is a catalogue name: a client cannot mint new series.
+        let tool = if self.entry(&name).is_some() {
+            name.clone()
+        } else {
+            "unknown".to_owned()
+        };
+        let span = tracing::info_span!(
+            "tool_call",
+            tool = %tool,
+            trace_id = %trace.trace_id(),
+            span_id = %trace.span_id(),
+        );
+        let started = Instant::now();
+        let (outcome, result) = self
+            .call(request, &ctx, trace)
+            .instrument(span.clone())
+            .await;
+        let elapsed = started.elapsed();
+        self.shared
+            .metrics
+            .record_call(&tool, outcome, elapsed.as_secs_f64());
+        let caller = principal(&ctx);
+        span.in_scope(|| {
+            tracing::info!(
+                tool = %name,
+                subject = caller.as_ref().map_or("local", |p| p.subject.as_str()),
+                client_id = caller.as_ref().and_then(|p| p.client_id.as_deref()),
+                end_user = ctx.meta.get(END_USER_META).and_then(serde_json::Value::as_str),
+                outcome = outcome.as_str(),
+                duration_ms = elapsed.as_millis() as u64,
+                "tool call"
+            );
+        });
+        result.map(Into::into)
+    }
+}
+
+impl McpServer {
+    /// The scope check and the tool itself, in the tool call's span.
+    async fn call(
+        &self,
+        request: CallToolRequestParams,
+        ctx: &RequestContext<RoleServer>,
+        trace: TraceContext,
+    ) -> (Outcome, Result<CallToolResult, ErrorData>) {
         let name = request.name.to_string();
         let Some(entry) = self.entry(&name) else {
-            return Err(ErrorData::invalid_params(
-                format!("unknown tool {name}; tools/list names the tools"),
-                None,
-            ));
+            return (
+                Outcome::Invalid,
+                Err(ErrorData::invalid_params(
+                    format!("unknown tool {name}; tools/list names the tools"),
+                    None,
+                )),
+            );
         };
-        let caller = principal(&ctx);
+        let caller = principal(ctx);
         let scope = entry.effect.scope();
         // The HTTP layer has already answered 403 for a missing scope; this is the
         // handler's own check, so no path around that layer reaches the backend.
@@ -158,35 +227,16 @@ impl ServerHandler for McpServer {
             (Access::Token, Some(p)) => p.has_scope(scope),
             (Access::Token, None) => false,
         };
-        let end_user = ctx
-            .meta
-            .get(END_USER_META)
-            .and_then(Value::as_str)
-            .map(str::to_owned);
-        let subject = caller.as_ref().map_or("local", |p| p.subject.as_str());
         if !allowed {
-            tracing::warn!(tool = %name, subject, end_user, "tool call refused: missing scope {scope}");
-            return Ok(CallToolResult::error(vec![ContentBlock::text(format!(
-                "{name} needs the scope {scope}, which this caller's token does not carry"
-            ))])
-            .into());
+            tracing::warn!(tool = %name, "tool call refused: missing scope {scope}");
+            return (
+                Outcome::Refused,
+                Ok(CallToolResult::error(vec![ContentBlock::text(format!(
+                    "{name} needs the scope {scope}, which this caller's token does not carry"
+                ))])),
+            );
         }
-        let started = Instant::now();
-        let result = tools::run(&self.shared.backend, &name, request.arguments).await;
-        let outcome = match &result {
-            Ok(r) if r.is_error == Some(true) => "error",
-            Ok(_) => "ok",
-            Err(_) => "invalid",
-        };
-        tracing::info!(
-            tool = %name,
-            subject,
-            client_id = caller.as_ref().and_then(|p| p.client_id.as_deref()),
-            end_user,
-            outcome,
-            duration_ms = started.elapsed().as_millis() as u64,
-            "tool call"
-        );
-        result.map(Into::into)
+        let backend = self.shared.backend.traced(trace);
+        tools::run(&backend, &name, request.arguments).await
     }
 }

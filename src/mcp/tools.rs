@@ -11,6 +11,7 @@ use serde_json::{Value, json};
 use super::args::*;
 use super::backend::{BackendClient, BackendError, Page};
 use super::catalogue::{AvailableDates, AvailableTimes, ListOf, NoteAdded};
+use super::metrics::Outcome;
 use crate::backend::model::{Booking, Customer, Feedback, OpeningHours, Table};
 
 /// Why a call was not carried out.
@@ -19,21 +20,45 @@ pub enum Refusal {
     InvalidParams(String),
     /// A tool error (`isError: true`) whose text tells the model what to do.
     Failed(String),
+    /// A tool error because the backend cannot answer now (down, slow, failing).
+    Unavailable(String),
 }
 
 impl From<BackendError> for Refusal {
     fn from(error: BackendError) -> Self {
-        Refusal::Failed(advice(&error))
+        let advice = advice(&error);
+        match error {
+            BackendError::Unavailable(_) => Refusal::Unavailable(advice),
+            BackendError::Rejected { .. } => Refusal::Failed(advice),
+        }
     }
 }
 
+/// Runs the tool `name`; the outcome says how it ended, for the logs and metrics.
 pub async fn run(
     backend: &BackendClient,
     name: &str,
     arguments: Option<JsonObject>,
-) -> Result<CallToolResult, ErrorData> {
-    let arguments = Value::Object(arguments.unwrap_or_default());
-    let outcome = match name {
+) -> (Outcome, Result<CallToolResult, ErrorData>) {
+    match dispatch(backend, name, Value::Object(arguments.unwrap_or_default())).await {
+        Ok(value) => (Outcome::Ok, Ok(structured(value))),
+        Err(Refusal::InvalidParams(message)) => (
+            Outcome::Invalid,
+            Err(ErrorData::invalid_params(message, None)),
+        ),
+        Err(Refusal::Failed(message)) => (
+            Outcome::ToolError,
+            Ok(CallToolResult::error(vec![ContentBlock::text(message)])),
+        ),
+        Err(Refusal::Unavailable(message)) => (
+            Outcome::Unavailable,
+            Ok(CallToolResult::error(vec![ContentBlock::text(message)])),
+        ),
+    }
+}
+
+async fn dispatch(backend: &BackendClient, name: &str, arguments: Value) -> Result<Value, Refusal> {
+    match name {
         "getCustomers" => list::<Customer>(backend, "/customers", parse(arguments)?).await,
         "getCustomerById" => one::<Customer>(backend, "/customers", parse(arguments)?).await,
         "getFeedback" => list::<Feedback>(backend, "/feedback", parse(arguments)?).await,
@@ -52,28 +77,17 @@ pub async fn run(
         "createBooking" => create_booking(backend, parse(arguments)?).await,
         "updateBooking" => update_booking(backend, parse(arguments)?).await,
         "addBookingNote" => add_note(backend, parse(arguments)?).await,
-        other => {
-            return Err(ErrorData::invalid_params(
-                format!("unknown tool {other}; tools/list names the tools"),
-                None,
-            ));
-        }
-    };
-    match outcome {
-        Ok(value) => Ok(structured(value)),
-        Err(Refusal::InvalidParams(message)) => Err(ErrorData::invalid_params(message, None)),
-        Err(Refusal::Failed(message)) => {
-            Ok(CallToolResult::error(vec![ContentBlock::text(message)]))
-        }
+        other => Err(Refusal::InvalidParams(format!(
+            "unknown tool {other}; tools/list names the tools"
+        ))),
     }
 }
 
-fn parse<T: DeserializeOwned>(arguments: Value) -> Result<T, ErrorData> {
+fn parse<T: DeserializeOwned>(arguments: Value) -> Result<T, Refusal> {
     serde_json::from_value(arguments).map_err(|error| {
-        ErrorData::invalid_params(
-            format!("invalid arguments: {error}; the tool's inputSchema lists what it takes"),
-            None,
-        )
+        Refusal::InvalidParams(format!(
+            "invalid arguments: {error}; the tool's inputSchema lists what it takes"
+        ))
     })
 }
 
