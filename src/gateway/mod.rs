@@ -7,6 +7,7 @@ pub mod config;
 mod error;
 pub mod llm;
 mod login;
+pub mod metrics;
 pub mod session;
 pub mod tools;
 
@@ -38,6 +39,7 @@ use chat::store::Store;
 use config::Resilience;
 use llm::ChatModel;
 use llm::router::ModelRouter;
+use metrics::GatewayMetrics;
 use session::Sessions;
 use tools::ToolHub;
 use tools::config::{AuthConfig, ServerConfig};
@@ -129,6 +131,7 @@ pub fn router(
     tasks: TaskTracker,
 ) -> anyhow::Result<(Router, GatewayState)> {
     let metrics = Metrics::new();
+    let gateway_metrics = GatewayMetrics::register(&metrics);
     let http = crate::http_client::new()?;
     let streaming = crate::http_client::streaming()?;
     let verifier = Arc::new(TokenVerifier::new(
@@ -141,7 +144,9 @@ pub fn router(
         streaming.clone(),
         &settings.issuer_location(),
         &file.resilience,
+        gateway_metrics.token_requests.clone(),
     )?;
+    GatewayMetrics::watch_breakers(&metrics, hub.clone());
     // Discover the tools now rather than on the first question; a server not up yet
     // is tried again when the next question needs it.
     tasks.spawn({
@@ -166,6 +171,7 @@ pub fn router(
     let agent = Arc::new(Agent {
         models: ModelRouter::new(models, file.resilience.clone()),
         policy: ToolPolicy::new(file.policy.clone()),
+        metrics: gateway_metrics.clone(),
         tools: hub,
         store,
         approvals,
@@ -179,7 +185,7 @@ pub fn router(
         &settings.gateway.public_url,
         settings.gateway_resource(),
     ));
-    let generations = Generations::default();
+    let generations = Generations::new(gateway_metrics.clone());
     // At shutdown, running answers get a bounded time to finish.
     tasks.spawn({
         let generations = generations.clone();

@@ -21,7 +21,7 @@ use rmcp::{ClientLifecycleMode, ClientServiceExt};
 use serde_json::json;
 use tokio::net::TcpListener;
 
-use crate::helpers::{Database, TestApp};
+use crate::helpers::{Database, Llm, SseReader, TestApp};
 use crate::on_both_databases;
 
 type Client = RunningService<RoleClient, ClientConfig>;
@@ -481,4 +481,162 @@ async fn handlers_read_the_requests_trace_context() {
         format!("{} Some({:?})", span.header_value(), caller.span_id()),
         "the handler sees the request's own span, a child of the caller's"
     );
+}
+
+/// What the gateway's own series say after a question that needed a retry, a tool
+/// call and a fallback.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_gateway_counts_answers_models_and_tools() {
+    use maitred::gateway::config::FallbackConfig;
+    use maitred::scripted_llm::{Script, ToolCallSpec, Turn};
+
+    let script = Script::new([
+        Turn::status(500),
+        Turn::tool_calls([ToolCallSpec::new("t1", "resos__getTables", "{}")]),
+        Turn::text("There are 20 tables.").usage(100, 7),
+        Turn::status(429).retry_after(30),
+        Turn::text("From the fallback."),
+    ]);
+    let app = TestApp::spawn_chat(&Database::Sqlite, Llm::Scripted(script), |s| {
+        let primary = s.gateway_role.llm.clone().unwrap();
+        s.gateway_role.file.fallbacks = vec![FallbackConfig {
+            base_url: primary.base_url,
+            model: "scripted-fallback".into(),
+            api_key: None,
+            api_key_env: None,
+        }];
+    })
+    .await;
+    let token = app.chat_token().await;
+    for question in ["How many tables?", "And now?"] {
+        let events = app.ask(&token, question, None).await.rest().await;
+        assert_eq!(events.last().unwrap().data["finish_reason"], "stop");
+    }
+    let gateway = scrape(&app.http, &app.gateway_url).await;
+    let get = |name: &str, labels: &[(&str, &str)]| value(&gateway, name, labels);
+    assert_eq!(
+        get(
+            "maitred_gateway_generations_total",
+            &[("finish_reason", "stop")]
+        ),
+        Some(2.0)
+    );
+    assert_eq!(get("maitred_gateway_generations_active", &[]), Some(0.0));
+    assert_eq!(get("maitred_gateway_stream_viewers", &[]), Some(0.0));
+    assert_eq!(
+        get("maitred_gateway_time_to_first_token_seconds_count", &[]),
+        Some(2.0)
+    );
+    assert!(get("maitred_gateway_tokens_streamed_total", &[]).unwrap() >= 2.0);
+    assert!(
+        get(
+            "maitred_gateway_model_usage_tokens_total",
+            &[("kind", "completion")]
+        )
+        .unwrap()
+            >= 7.0
+    );
+    assert_eq!(
+        get(
+            "maitred_gateway_model_errors_total",
+            &[("model", "scripted"), ("kind", "http_5xx")]
+        ),
+        Some(1.0)
+    );
+    assert_eq!(
+        get(
+            "maitred_gateway_model_errors_total",
+            &[("model", "scripted"), ("kind", "rate_limited")]
+        ),
+        Some(1.0)
+    );
+    assert_eq!(
+        get(
+            "maitred_gateway_model_retries_total",
+            &[("model", "scripted")]
+        ),
+        Some(1.0)
+    );
+    assert_eq!(
+        get(
+            "maitred_gateway_model_fallbacks_total",
+            &[("from", "scripted"), ("to", "scripted-fallback")]
+        ),
+        Some(1.0)
+    );
+    let tool = [("server", "resos"), ("tool", "getTables"), ("status", "ok")];
+    assert_eq!(get("maitred_gateway_tool_calls_total", &tool), Some(1.0));
+    assert_eq!(
+        get("maitred_gateway_tool_call_duration_seconds_count", &tool),
+        Some(1.0)
+    );
+    assert_eq!(
+        get(
+            "maitred_gateway_circuit_breaker_state",
+            &[("server", "resos")]
+        ),
+        Some(0.0)
+    );
+    assert_eq!(get("maitred_gateway_approvals_waiting", &[]), Some(0.0));
+    assert_eq!(
+        get(
+            "maitred_gateway_mcp_token_requests_total",
+            &[("reason", "first"), ("outcome", "ok")]
+        ),
+        Some(1.0)
+    );
+    assert_eq!(
+        get(
+            "maitred_http_requests_total",
+            &[
+                ("method", "POST"),
+                ("route", "/api/v1/resos/stream/chat"),
+                ("status", "200")
+            ]
+        ),
+        Some(2.0)
+    );
+    app.stop().await;
+}
+
+/// A question's `traceparent` goes with its tool calls through the MCP role to the
+/// backend: one question, one trace.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_questions_trace_reaches_the_backend_through_mcp() {
+    use maitred::scripted_llm::{Script, ToolCallSpec, Turn};
+
+    let (backend, seen) = recording_backend().await;
+    let script = Script::new([
+        Turn::tool_calls([ToolCallSpec::new("t1", "resos__getTables", "{}")]),
+        Turn::text("The tables are unavailable."),
+    ]);
+    let app = TestApp::spawn_chat(&Database::Sqlite, Llm::Scripted(script), |s| {
+        s.mcp_role.backend_url = backend;
+    })
+    .await;
+    let token = app.chat_token().await;
+    let response = app
+        .http
+        .post(format!("{}/api/v1/resos/stream/chat", app.gateway_url))
+        .bearer_auth(&token)
+        .header(TRACEPARENT, CALLER)
+        .json(&json!({ "question": "Tables?" }))
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(
+        served_by(&response).trace_id(),
+        TraceContext::parse(CALLER).unwrap().trace_id()
+    );
+    let events = SseReader::new(response).rest().await;
+    assert_eq!(events.last().unwrap().data["finish_reason"], "stop");
+    let sent = received(&seen);
+    assert!(!sent.is_empty(), "the backend was called");
+    for trace in sent {
+        assert_eq!(
+            trace.trace_id(),
+            TraceContext::parse(CALLER).unwrap().trace_id()
+        );
+    }
+    app.stop().await;
 }

@@ -20,8 +20,10 @@ use crate::gateway::llm::router::{ModelRouter, Note};
 use crate::gateway::llm::{
     ChatRequest, FinishReason, Message, ModelError, ModelEvent, ToolCall, Usage,
 };
+use crate::gateway::metrics::{FallbackLabels, GatewayMetrics, ModelLabels, ToolLabels};
 use crate::gateway::tools::policy::ToolPolicy;
-use crate::gateway::tools::{CallOutcome, Catalogue, ToolHub};
+use crate::gateway::tools::{CallContext, CallOutcome, Catalogue, ToolHub};
+use crate::trace_context::TraceContext;
 
 /// How often streamed text is written to the database while a turn runs.
 const FLUSH_EVERY: Duration = Duration::from_secs(2);
@@ -29,6 +31,7 @@ const FLUSH_EVERY: Duration = Duration::from_secs(2);
 pub struct Agent {
     pub models: ModelRouter,
     pub policy: ToolPolicy,
+    pub metrics: GatewayMetrics,
     pub tools: Arc<ToolHub>,
     pub store: Store,
     pub approvals: Arc<Approvals>,
@@ -55,6 +58,8 @@ struct Run<'a> {
     usage: Usage,
     /// The model that answered last (a fallback, when the primary could not).
     model: String,
+    /// The question's place in its trace, continued by every tool call.
+    trace: TraceContext,
 }
 
 impl Agent {
@@ -77,6 +82,7 @@ impl Agent {
         user: &ChatUser,
         history: Vec<Message>,
         question: String,
+        trace: TraceContext,
     ) {
         let mut messages = vec![Message::System {
             content: self.system_prompt(),
@@ -89,6 +95,7 @@ impl Agent {
             messages,
             usage: Usage::default(),
             model: self.models.primary().to_owned(),
+            trace,
         };
         let finish = match self.turns(&mut run).await {
             Ok(finish) => finish,
@@ -101,6 +108,7 @@ impl Agent {
             }
             Err(Stop::Cancelled) => Finish::Cancelled,
             Err(Stop::Failed(error)) => {
+                self.metrics.model_error(&run.model, &error);
                 tracing::warn!(message_id = %generation.id, %error, "the model failed");
                 generation.emit(ChatEvent::Error {
                     code: code(&error).to_owned(),
@@ -140,6 +148,12 @@ impl Agent {
                 tracing::error!(%error, "recording token usage");
             }
         }
+        tracing::info!(
+            finish_reason = ?finish,
+            model = %run.model,
+            total_tokens = run.usage.total_tokens,
+            "answer finished"
+        );
         generation.emit(ChatEvent::Done {
             finish_reason: finish,
         });
@@ -167,7 +181,7 @@ impl Agent {
             let results = tokio::select! {
                 () = cancel.cancelled() => return Err(Stop::Cancelled),
                 results = futures::future::join_all(calls.iter().enumerate().map(|(i, call)| {
-                    let step = Step { catalogue: &catalogue, turn_id: &turn_id, within_budget: i < allowed };
+                    let step = Step { catalogue: &catalogue, turn_id: &turn_id, within_budget: i < allowed, trace: &run.trace };
                     self.tool(run.generation, run.user, step, call)
                 })) => results,
             };
@@ -323,9 +337,24 @@ impl Agent {
                 delay,
                 error,
             } => {
+                self.metrics.model_error(model, error);
+                self.metrics
+                    .model_retries
+                    .get_or_create(&ModelLabels {
+                        model: model.to_owned(),
+                    })
+                    .inc();
                 tracing::info!(message_id = %generation.id, model, attempt, delay_ms = delay.as_millis() as u64, %error, "retrying the model");
             }
             Note::Fallback { from, to, error } => {
+                self.metrics.model_error(from, error);
+                self.metrics
+                    .model_fallbacks
+                    .get_or_create(&FallbackLabels {
+                        from: from.to_owned(),
+                        to: to.to_owned(),
+                    })
+                    .inc();
                 tracing::warn!(message_id = %generation.id, from, to, %error, "falling back to the next model");
                 generation.emit(ChatEvent::Meta {
                     conversation_id: generation.conversation_id.clone(),
@@ -349,9 +378,14 @@ impl Agent {
             catalogue,
             turn_id,
             within_budget,
+            trace,
         } = step;
         let id = format!("tc_{}", uuid::Uuid::now_v7().simple());
-        let started = Instant::now();
+        let mut started = Started {
+            at: Instant::now(),
+            server: String::new(),
+            tool: "unknown".to_owned(),
+        };
         let arguments: Result<Value, String> = if call.arguments.trim().is_empty() {
             Ok(Value::Object(Default::default()))
         } else {
@@ -370,7 +404,7 @@ impl Agent {
                 title: format!("Unknown tool {}", call.name),
                 arguments: shown_arguments,
             });
-            self.finish_tool(generation, &id, started, ToolStatus::Error, "unknown tool")
+            self.finish_tool(generation, &id, &started, ToolStatus::Error, "unknown tool")
                 .await;
             return format!(
                 "Error: there is no tool named {}. Available tools: {}.",
@@ -378,6 +412,8 @@ impl Agent {
                 available.join(", ")
             );
         };
+        started.server.clone_from(&tool.server);
+        started.tool.clone_from(&tool.tool);
         generation.emit(ChatEvent::ToolCall {
             id: id.clone(),
             server: tool.server.clone(),
@@ -410,7 +446,7 @@ impl Agent {
             ))
         };
         if let Some(reason) = refusal {
-            self.finish_tool(generation, &id, started, ToolStatus::Denied, &reason)
+            self.finish_tool(generation, &id, &started, ToolStatus::Denied, &reason)
                 .await;
             return format!(
                 "Not allowed: {reason}. Nothing was done. Answer with what you have, and tell the user what you could not do."
@@ -421,12 +457,12 @@ impl Agent {
             Ok(_) => {
                 let message = "the arguments must be a JSON object".to_owned();
                 return self
-                    .refused(generation, &id, started, &tool.exposed, &message)
+                    .refused(generation, &id, &started, &tool.exposed, &message)
                     .await;
             }
             Err(problem) => {
                 return self
-                    .refused(generation, &id, started, &tool.exposed, &problem)
+                    .refused(generation, &id, &started, &tool.exposed, &problem)
                     .await;
             }
         };
@@ -457,6 +493,7 @@ impl Agent {
                                 arguments: shown_arguments.clone(),
                                 expires_at,
                             });
+                            let _waiting = Waiting::on(&self.metrics.approvals_waiting);
                             self.approvals
                                 .wait(&request, decision, &generation.cancel)
                                 .await
@@ -477,14 +514,18 @@ impl Agent {
                 }
             };
             if let Some(reason) = refusal {
-                self.finish_tool(generation, &id, started, ToolStatus::Denied, reason)
+                self.finish_tool(generation, &id, &started, ToolStatus::Denied, reason)
                     .await;
                 return format!(
                     "The user did not allow this call ({reason}). Nothing was changed. Tell the user, and do not try it again unless they ask."
                 );
             }
         }
-        let outcome = self.tools.call(&tool, arguments, &user.subject).await;
+        let context = CallContext {
+            end_user: &user.subject,
+            traceparent: &trace.header_value(),
+        };
+        let outcome = self.tools.call(&tool, arguments, context).await;
         let (status, summary, text) = match outcome {
             CallOutcome::Ok { text, structured } => {
                 let summary = present::summary(&text, structured.as_ref());
@@ -503,7 +544,7 @@ impl Agent {
                 ),
             ),
         };
-        self.finish_tool(generation, &id, started, status, &summary)
+        self.finish_tool(generation, &id, &started, status, &summary)
             .await;
         cap(text, self.settings.tool_output_cap)
     }
@@ -513,7 +554,7 @@ impl Agent {
         &self,
         generation: &Generation,
         id: &str,
-        started: Instant,
+        started: &Started,
         tool: &str,
         problem: &str,
     ) -> String {
@@ -529,17 +570,28 @@ impl Agent {
         &self,
         generation: &Generation,
         id: &str,
-        started: Instant,
+        started: &Started,
         status: ToolStatus,
         summary: &str,
     ) {
-        let duration_ms = u64::try_from(started.elapsed().as_millis()).unwrap_or(u64::MAX);
+        let elapsed = started.at.elapsed();
+        let duration_ms = u64::try_from(elapsed.as_millis()).unwrap_or(u64::MAX);
         let stored = match &status {
             ToolStatus::Ok => "ok",
             ToolStatus::Error => "error",
             ToolStatus::Denied => "denied",
             ToolStatus::Unavailable => "unavailable",
         };
+        let labels = ToolLabels {
+            server: started.server.clone(),
+            tool: started.tool.clone(),
+            status: stored,
+        };
+        self.metrics.tool_calls.get_or_create(&labels).inc();
+        self.metrics
+            .tool_duration
+            .get_or_create(&labels)
+            .observe(elapsed.as_secs_f64());
         if let Err(error) = self
             .store
             .tool_call_finished(id, stored, duration_ms, summary)
@@ -556,6 +608,31 @@ impl Agent {
     }
 }
 
+/// Counts one approval as waiting for as long as it lives, however the wait ends
+/// (a cancelled question drops it mid-wait).
+struct Waiting(prometheus_client::metrics::gauge::Gauge);
+
+impl Waiting {
+    fn on(gauge: &prometheus_client::metrics::gauge::Gauge) -> Self {
+        gauge.inc();
+        Self(gauge.clone())
+    }
+}
+
+impl Drop for Waiting {
+    fn drop(&mut self) {
+        self.0.dec();
+    }
+}
+
+/// When a tool call began, and what it calls (for its metrics).
+struct Started {
+    at: Instant,
+    server: String,
+    /// `unknown` until the name is found in the catalogue.
+    tool: String,
+}
+
 /// Where a tool call stands within its question.
 #[derive(Clone, Copy)]
 struct Step<'a> {
@@ -563,6 +640,7 @@ struct Step<'a> {
     turn_id: &'a str,
     /// Within the question's budget of tool calls.
     within_budget: bool,
+    trace: &'a TraceContext,
 }
 
 /// Tool output past the cap is cut, and says so, so the model knows it saw a part.

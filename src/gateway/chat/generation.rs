@@ -7,14 +7,15 @@
 use std::collections::HashMap;
 use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex};
-use std::time::Duration;
+use std::time::{Duration, Instant};
 
 use futures::Stream;
 use tokio::sync::watch;
 use tokio_util::sync::CancellationToken;
 
-use super::events::ChatEvent;
+use super::events::{ChatEvent, Finish};
 use super::limits::Admission;
+use crate::gateway::metrics::{FinishLabels, GatewayMetrics, TokenKindLabels};
 
 /// How long a finished generation's events stay available for late viewers.
 const RETENTION: Duration = Duration::from_secs(60);
@@ -33,12 +34,16 @@ pub struct Generation {
     interrupted: AtomicBool,
     /// Counts against the owner's limit of running answers until `done`.
     admission: Mutex<Option<Admission>>,
+    started: Instant,
+    first_token: AtomicBool,
+    metrics: GatewayMetrics,
     grace: Duration,
 }
 
 impl Generation {
     /// Appends an event; returns its sequence number (1-based).
     pub fn emit(&self, event: ChatEvent) -> u64 {
+        self.count(&event);
         let done = event.is_done();
         let seq = {
             let mut events = self.lock();
@@ -55,6 +60,45 @@ impl Generation {
         }
         self.latest.send_replace(seq);
         seq
+    }
+
+    fn count(&self, event: &ChatEvent) {
+        match event {
+            ChatEvent::Token { .. } => {
+                self.metrics.tokens_streamed.inc();
+                if !self.first_token.swap(true, Ordering::SeqCst) {
+                    self.metrics
+                        .time_to_first_token
+                        .observe(self.started.elapsed().as_secs_f64());
+                }
+            }
+            ChatEvent::Usage {
+                prompt_tokens,
+                completion_tokens,
+                ..
+            } => {
+                for (kind, n) in [("prompt", prompt_tokens), ("completion", completion_tokens)] {
+                    self.metrics
+                        .usage_tokens
+                        .get_or_create(&TokenKindLabels { kind })
+                        .inc_by(*n);
+                }
+            }
+            ChatEvent::Done { finish_reason } if !self.is_finished() => {
+                self.metrics.generations_active.dec();
+                let finish_reason = match finish_reason {
+                    Finish::Stop => "stop",
+                    Finish::Cancelled => "cancelled",
+                    Finish::MaxIterations => "max_iterations",
+                    Finish::Error => "error",
+                };
+                self.metrics
+                    .generations
+                    .get_or_create(&FinishLabels { finish_reason })
+                    .inc();
+            }
+            _ => {}
+        }
     }
 
     /// Stops the generation because the server is going down.
@@ -86,6 +130,7 @@ impl Generation {
         after: u64,
     ) -> impl Stream<Item = (u64, ChatEvent)> + Send + 'static {
         self.viewers.fetch_add(1, Ordering::SeqCst);
+        self.metrics.viewers.inc();
         let viewer = Viewer(self.clone());
         let receiver = self.latest.subscribe();
         futures::stream::unfold(
@@ -116,6 +161,7 @@ struct Viewer(Arc<Generation>);
 impl Drop for Viewer {
     fn drop(&mut self) {
         let generation = self.0.clone();
+        generation.metrics.viewers.dec();
         if generation.viewers.fetch_sub(1, Ordering::SeqCst) != 1 || generation.is_finished() {
             return;
         }
@@ -131,12 +177,20 @@ impl Drop for Viewer {
 }
 
 /// The generations of this process, by message id.
-#[derive(Clone, Default)]
+#[derive(Clone)]
 pub struct Generations {
     running: Arc<Mutex<HashMap<String, Arc<Generation>>>>,
+    metrics: GatewayMetrics,
 }
 
 impl Generations {
+    pub fn new(metrics: GatewayMetrics) -> Self {
+        Self {
+            running: Arc::default(),
+            metrics,
+        }
+    }
+
     pub fn start(
         &self,
         id: String,
@@ -158,8 +212,12 @@ impl Generations {
             finished: AtomicBool::new(false),
             interrupted: AtomicBool::new(false),
             admission: Mutex::new(admission),
+            started: Instant::now(),
+            first_token: AtomicBool::new(false),
+            metrics: self.metrics.clone(),
             grace,
         });
+        self.metrics.generations_active.inc();
         self.lock().insert(id, generation.clone());
         generation
     }
@@ -240,7 +298,8 @@ mod tests {
 
     #[tokio::test]
     async fn a_late_viewer_gets_every_event_once_and_live_ones_after() {
-        let generations = Generations::default();
+        let generations =
+            Generations::new(GatewayMetrics::register(&crate::metrics::Metrics::new()));
         let generation = generations.start(
             "m".into(),
             "u".into(),
@@ -265,7 +324,8 @@ mod tests {
 
     #[tokio::test]
     async fn a_generation_nobody_watches_is_cancelled_after_the_grace_period() {
-        let generations = Generations::default();
+        let generations =
+            Generations::new(GatewayMetrics::register(&crate::metrics::Metrics::new()));
         let generation = generations.start(
             "m".into(),
             "u".into(),

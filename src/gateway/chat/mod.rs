@@ -23,9 +23,12 @@ use futures::{Stream, StreamExt};
 use serde::Deserialize;
 use serde_json::{Value, json};
 
+use tracing::Instrument;
+
 use super::GatewayState;
 use super::auth::ChatUser;
 use super::error::GatewayError;
+use crate::trace_context::TraceContext;
 use approvals::Decision;
 use events::ChatEvent;
 use generation::Generation;
@@ -82,9 +85,11 @@ fn sse(events: impl Stream<Item = Result<Event, Infallible>> + Send + 'static) -
 pub async fn ask(
     State(state): State<GatewayState>,
     user: ChatUser,
+    trace: TraceContext,
     request: Result<Json<Question>, JsonRejection>,
 ) -> Result<Response, GatewayError> {
     if state.shutdown.is_cancelled() {
+        state.agent.metrics.refused("shutting_down");
         return Err(GatewayError::ShuttingDown);
     }
     let question = body(request, state.body_limit)?;
@@ -96,7 +101,12 @@ pub async fn ask(
     if text.chars().count() > limit {
         return Err(GatewayError::QuestionTooLong { limit });
     }
-    let admission = state.limits.admit(&user.subject)?;
+    let admission = state.limits.admit(&user.subject).inspect_err(|error| {
+        if let GatewayError::RateLimited { reason, .. } = error {
+            tracing::info!(subject = %user.subject, %reason, "question refused");
+        }
+        state.agent.metrics.refused("limited");
+    })?;
     let store = &state.agent.store;
     let conversation = store
         .open(&user.subject, question.conversation_id.as_deref(), &text)
@@ -136,10 +146,19 @@ pub async fn ask(
     tracing::info!(%message_id, subject = %user.subject, "question received");
     let agent = state.agent.clone();
     let generations = state.generations.clone();
-    state.tasks.spawn(async move {
-        agent.run(&generation, &user, history, text).await;
-        generations.retire(&generation.id);
-    });
+    // The answer outlives the request, and its logs keep the request's trace.
+    let span = tracing::info_span!(
+        "generation",
+        %message_id,
+        trace_id = %trace.trace_id(),
+    );
+    state.tasks.spawn(
+        async move {
+            agent.run(&generation, &user, history, text, trace).await;
+            generations.retire(&generation.id);
+        }
+        .instrument(span),
+    );
     Ok(response)
 }
 

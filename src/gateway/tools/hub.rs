@@ -24,7 +24,9 @@ use super::schema;
 use crate::gateway::config::Resilience;
 use crate::gateway::llm::ToolDef;
 use crate::issuer::Issuer;
-use crate::oauth_client::{ClientCredentials, TokenSource};
+use crate::oauth_client::{ClientCredentials, TokenFetchLabels, TokenSource};
+use prometheus_client::metrics::counter::Counter;
+use prometheus_client::metrics::family::Family;
 
 /// Rediscover tools at least this often.
 const TTL: Duration = Duration::from_secs(300);
@@ -87,6 +89,14 @@ impl Catalogue {
     pub fn defs(&self) -> Vec<ToolDef> {
         self.tools.iter().map(|t| t.def.clone()).collect()
     }
+}
+
+/// Who a call is made for, and the trace it belongs to; both go in `_meta`.
+#[derive(Debug, Clone, Copy)]
+pub struct CallContext<'a> {
+    pub end_user: &'a str,
+    /// The W3C `traceparent` of the question's span.
+    pub traceparent: &'a str,
 }
 
 /// What a tool call came to.
@@ -181,6 +191,7 @@ impl ToolHub {
         http: reqwest::Client,
         issuer: &Issuer,
         resilience: &Resilience,
+        token_requests: Family<TokenFetchLabels, Counter>,
     ) -> anyhow::Result<Arc<Self>> {
         let mut servers = Vec::new();
         for config in configs.into_iter().filter(|c| c.enabled) {
@@ -199,23 +210,26 @@ impl ToolHub {
                     resource,
                     issuer: own_issuer,
                     token_url,
-                } => Credentials::Issued(Box::new(TokenSource::new(
-                    http.clone(),
-                    own_issuer
-                        .as_deref()
-                        .map_or_else(|| issuer.clone(), |i| Issuer::new(i, None)),
-                    ClientCredentials {
-                        token_url: token_url.clone().unwrap_or_default(),
-                        client_id: client_id.clone(),
-                        client_secret: secret(
-                            client_secret,
-                            client_secret_env,
-                            &format!("MCP server {} client secret", config.name),
-                        )?,
-                        scopes: scopes.clone(),
-                        resource: resource.clone(),
-                    },
-                ))),
+                } => Credentials::Issued(Box::new(
+                    TokenSource::new(
+                        http.clone(),
+                        own_issuer
+                            .as_deref()
+                            .map_or_else(|| issuer.clone(), |i| Issuer::new(i, None)),
+                        ClientCredentials {
+                            token_url: token_url.clone().unwrap_or_default(),
+                            client_id: client_id.clone(),
+                            client_secret: secret(
+                                client_secret,
+                                client_secret_env,
+                                &format!("MCP server {} client secret", config.name),
+                            )?,
+                            scopes: scopes.clone(),
+                            resource: resource.clone(),
+                        },
+                    )
+                    .with_metrics(token_requests.clone()),
+                )),
             };
             servers.push(Arc::new(Server {
                 breaker: Breaker::new(
@@ -376,7 +390,7 @@ impl ToolHub {
         &self,
         tool: &RegisteredTool,
         arguments: JsonObject,
-        end_user: &str,
+        context: CallContext<'_>,
     ) -> CallOutcome {
         let Some(server) = self.servers.iter().find(|s| s.config.name == tool.server) else {
             return CallOutcome::Unavailable(format!(
@@ -400,7 +414,7 @@ impl ToolHub {
                 ));
             }
         };
-        let outcome = Self::call_server(server, tool, arguments, end_user).await;
+        let outcome = Self::call_server(server, tool, arguments, context).await;
         match &outcome {
             CallOutcome::Unavailable(_) => attempt.failed(),
             _ => attempt.succeeded(),
@@ -412,14 +426,16 @@ impl ToolHub {
         server: &Server,
         tool: &RegisteredTool,
         arguments: JsonObject,
-        end_user: &str,
+        context: CallContext<'_>,
     ) -> CallOutcome {
         let connection = match server.connection().await {
             Ok(connection) => connection,
             Err(reason) => return CallOutcome::Unavailable(reason),
         };
         let mut meta = RequestMetaObject::default();
-        meta.insert(END_USER_META.to_owned(), Value::from(end_user));
+        meta.insert(END_USER_META.to_owned(), Value::from(context.end_user));
+        // One question is one trace: the MCP server continues it (SEP-414).
+        meta.set_traceparent(context.traceparent);
         let mut params = CallToolRequestParams::new(tool.tool.clone()).with_arguments(arguments);
         params.meta = Some(meta);
         let answer =
