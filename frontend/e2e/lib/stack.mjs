@@ -1,0 +1,200 @@
+// The real system under test: `maitred all` from the debug binary, in a fresh
+// temporary directory (its own SQLite database and demo credentials), on free ports,
+// serving the built UI. Optionally with the scripted OpenAI-compatible upstream in
+// place of the offline model, for answers whose length and pace a test controls.
+
+import { execFile, spawn } from 'node:child_process';
+import { once } from 'node:events';
+import { createWriteStream } from 'node:fs';
+import { mkdtemp, readFile, rm, writeFile } from 'node:fs/promises';
+import { createServer } from 'node:net';
+import { tmpdir } from 'node:os';
+import { dirname, join, resolve } from 'node:path';
+import { fileURLToPath } from 'node:url';
+import { promisify } from 'node:util';
+
+import { startProxy } from './proxy.mjs';
+
+export const repoRoot = resolve(dirname(fileURLToPath(import.meta.url)), '../../..');
+
+/** The maitred binary: MAITRED_BIN, else the debug build in the cargo target dir. */
+export function maitredBinary() {
+  if (process.env.MAITRED_BIN) return process.env.MAITRED_BIN;
+  const target = process.env.CARGO_TARGET_DIR ?? join(repoRoot, 'target');
+  return join(resolve(repoRoot, target), 'debug', 'maitred');
+}
+
+/** The built UI that the gateway serves. */
+export function uiDir() {
+  return process.env.MAITRED_UI_DIR ?? join(repoRoot, 'frontend', 'dist');
+}
+
+export async function freePort() {
+  const server = createServer();
+  server.listen(0, '127.0.0.1');
+  await once(server, 'listening');
+  const { port } = server.address();
+  server.close();
+  await once(server, 'close');
+  return port;
+}
+
+/** Polls `url` until it answers 2xx, failing early if `child` exits. */
+async function waitReady(url, child, logPath, timeoutMs = 60_000) {
+  const deadline = Date.now() + timeoutMs;
+  while (Date.now() < deadline) {
+    if (child.exitCode !== null) {
+      throw new Error(`${url}: the process exited (${child.exitCode})\n${await tail(logPath)}`);
+    }
+    try {
+      const res = await fetch(url);
+      if (res.ok) return;
+    } catch {
+      // not listening yet
+    }
+    await new Promise((r) => setTimeout(r, 100));
+  }
+  throw new Error(`${url} did not become ready in ${timeoutMs} ms\n${await tail(logPath)}`);
+}
+
+async function tail(path, lines = 60) {
+  try {
+    return (await readFile(path, 'utf8')).split('\n').slice(-lines).join('\n');
+  } catch {
+    return '(no log)';
+  }
+}
+
+function launch(args, { cwd, env, logPath }) {
+  const log = createWriteStream(logPath);
+  const child = spawn(maitredBinary(), args, {
+    cwd,
+    env: { ...process.env, ...env },
+    stdio: ['ignore', 'pipe', 'pipe'],
+  });
+  child.stdout.pipe(log);
+  child.stderr.pipe(log);
+  return child;
+}
+
+async function stop(child) {
+  if (child.exitCode !== null || child.signalCode !== null) return;
+  const exited = once(child, 'exit');
+  child.kill('SIGTERM');
+  const timer = setTimeout(() => child.kill('SIGKILL'), 10_000);
+  await exited;
+  clearTimeout(timer);
+}
+
+/**
+ * Starts maitred with the offline model, or, given a `script` (the JSON format
+ * documented in src/scripted_llm/mod.rs), with the scripted upstream as its model.
+ * With `proxy`, the browser reaches the gateway through a proxy that can cut its
+ * event streams (see proxy.mjs), and the gateway knows the proxy as its public URL.
+ *
+ * @param {{ script?: object, proxy?: boolean, env?: Record<string,string> }} [options]
+ */
+export async function startStack({ script, proxy = false, env = {} } = {}) {
+  const work = await mkdtemp(join(tmpdir(), 'maitred-e2e-'));
+  const children = [];
+  let proxied;
+  const extraEnv = { ...env };
+  let scriptedLog;
+
+  try {
+    if (script) {
+      const scriptPath = join(work, 'script.json');
+      await writeFile(scriptPath, JSON.stringify(script));
+      const port = await freePort();
+      scriptedLog = join(work, 'scripted-llm.log');
+      const llm = launch(['scripted-llm', '--script', scriptPath, '--port', String(port)], {
+        cwd: work,
+        env: {},
+        logPath: scriptedLog,
+      });
+      children.push(llm);
+      await waitReady(`http://127.0.0.1:${port}/v1/models`, llm, scriptedLog);
+      Object.assign(extraEnv, {
+        MAITRED_LLM_BASE_URL: `http://127.0.0.1:${port}/v1`,
+        MAITRED_LLM_MODEL: 'scripted',
+      });
+    }
+
+    const [backend, gateway, mcp] = [await freePort(), await freePort(), await freePort()];
+    let publicPort = gateway;
+    if (proxy) {
+      publicPort = await freePort();
+      proxied = await startProxy(publicPort, gateway);
+      extraEnv.MAITRED_GATEWAY_URL = `http://localhost:${publicPort}`;
+    }
+    const logPath = join(work, 'maitred.log');
+    const dataDir = join(work, 'data');
+    const roleEnv = {
+      MAITRED_DATA_DIR: dataDir,
+      MAITRED_BACKEND_PORT: String(backend),
+      MAITRED_GATEWAY_PORT: String(gateway),
+      MAITRED_MCP_PORT: String(mcp),
+    };
+    const maitred = launch(['all'], {
+      cwd: work,
+      env: {
+        ...roleEnv,
+        MAITRED_UI_DIR: uiDir(),
+        RUST_LOG: process.env.RUST_LOG ?? 'info',
+        ...extraEnv,
+      },
+      logPath,
+    });
+    children.push(maitred);
+    for (const port of [backend, mcp, gateway]) {
+      await waitReady(`http://localhost:${port}/readyz`, maitred, logPath);
+    }
+
+    return {
+      work,
+      dataDir,
+      // The gateway's public URL: the login's callback comes back here, so the
+      // browser must use this very origin for the session cookie to count.
+      gatewayUrl: `http://localhost:${publicPort}`,
+      proxy: proxied,
+      backendUrl: `http://localhost:${backend}`,
+      async credentials() {
+        return JSON.parse(await readFile(join(dataDir, 'dev-credentials.json'), 'utf8'));
+      },
+      async password(user) {
+        const creds = await this.credentials();
+        const entry = creds.users[user];
+        if (!entry) throw new Error(`no demo user ${user} in dev-credentials.json`);
+        return entry.password;
+      },
+      /** A client-credentials token, as `maitred token` gets it for a curl user. */
+      async token(client) {
+        const { stdout } = await promisify(execFile)(maitredBinary(), ['token', '--client', client], {
+          cwd: work,
+          env: { ...process.env, ...roleEnv },
+        });
+        return stdout.trim();
+      },
+      /** GET on the backend's resOS API, to check what the UI claims independently of it. */
+      async backendGet(path) {
+        const token = await this.token('maitred-mcp');
+        const res = await fetch(`http://localhost:${backend}/api/v1/resos${path}`, {
+          headers: { authorization: `Bearer ${token}` },
+        });
+        if (!res.ok) throw new Error(`GET ${path}: ${res.status} ${await res.text()}`);
+        return { headers: res.headers, body: await res.json() };
+      },
+      log: () => tail(logPath),
+      scriptedLog: () => (scriptedLog ? tail(scriptedLog) : Promise.resolve('')),
+      async stop() {
+        await proxied?.stop();
+        for (const child of children.reverse()) await stop(child);
+        if (!process.env.E2E_KEEP_WORK) await rm(work, { recursive: true, force: true });
+      },
+    };
+  } catch (error) {
+    await proxied?.stop();
+    for (const child of children.reverse()) await stop(child);
+    throw error;
+  }
+}

@@ -1,0 +1,69 @@
+// The chat page after a streamed answer with tool cards, in the light and the dark
+// theme, at 1280x800. The suite always takes them (into the artifacts folder) so a
+// broken theme toggle fails here; `npm run screenshots` writes them over the ones
+// the README shows, in docs/screenshots/.
+
+import assert from 'node:assert/strict';
+import { mkdir } from 'node:fs/promises';
+import { join } from 'node:path';
+import { after, before, describe, test } from 'node:test';
+
+import {
+  artifactsDir,
+  ask,
+  byTestId,
+  diagnosed,
+  lastAssistant,
+  launchBrowser,
+  newPage,
+  signIn,
+} from '../lib/browser.mjs';
+import { repoRoot, startStack } from '../lib/stack.mjs';
+
+const outDir = process.env.E2E_UPDATE_SCREENSHOTS ? join(repoRoot, 'docs', 'screenshots') : artifactsDir;
+
+describe('screenshots of the chat page', () => {
+  let stack, browser, page;
+  const it = (name, body) => test(name, diagnosed(() => ({ page, stack }), body));
+
+  before(async () => {
+    stack = await startStack();
+    browser = await launchBrowser();
+    page = await newPage(browser, stack, { colorScheme: 'light' });
+    await mkdir(outDir, { recursive: true });
+  });
+
+  after(async () => {
+    await browser?.close();
+    await stack?.stop();
+  });
+
+  it('light and dark, after an answer with tool cards', async () => {
+    await signIn(page, stack, 'operator');
+    // Two questions in one: two tool cards, a table and a sentence.
+    await ask(page, 'Show the top 5 customers and how many tables are there?');
+    const answer = lastAssistant(page);
+    await answer.message.and(page.locator('[data-streaming="false"]')).waitFor();
+    await answer.toolCards.and(page.locator('[data-status="ok"]')).first().waitFor();
+    assert.ok((await answer.toolCards.count()) >= 1);
+    // Nothing in the picture should be mid-transition or focused by chance.
+    await page.locator(byTestId('question-input')).blur();
+    await page.mouse.move(0, 0);
+
+    assert.equal(await page.locator('html').getAttribute('data-theme'), 'light');
+    await page.screenshot({ path: join(outDir, 'chat-light.png'), animations: 'disabled' });
+
+    await page.locator(byTestId('theme-toggle')).click();
+    await page.waitForFunction(() => document.documentElement.dataset.theme === 'dark');
+    const background = await page.evaluate(() => getComputedStyle(document.body).backgroundColor);
+    const [r, g, b] = background.match(/\d+/g).map(Number);
+    assert.ok(r + g + b < 3 * 96, `the dark theme has a dark background (${background})`);
+    await page.mouse.move(0, 0);
+    await page.screenshot({ path: join(outDir, 'chat-dark.png'), animations: 'disabled' });
+
+    // The choice is remembered across a reload.
+    await page.reload();
+    await page.locator(byTestId('user-menu')).waitFor();
+    assert.equal(await page.locator('html').getAttribute('data-theme'), 'dark');
+  });
+});
