@@ -57,7 +57,7 @@ async function waitReady(url, child, logPath, timeoutMs = 60_000) {
   throw new Error(`${url} did not become ready in ${timeoutMs} ms\n${await tail(logPath)}`);
 }
 
-async function tail(path, lines = 60) {
+async function tail(path, lines = 25) {
   try {
     return (await readFile(path, 'utf8')).split('\n').slice(-lines).join('\n');
   } catch {
