@@ -14,9 +14,11 @@ export async function startProxy(port, targetPort) {
       (answer) => {
         res.writeHead(answer.statusCode, answer.headers);
         if (String(answer.headers['content-type']).startsWith('text/event-stream')) {
+          // Tracked per response, not per socket: a kept-alive socket outlives the
+          // stream it carried, and cutting it then would test nothing.
           const socket = req.socket;
           streams.add(socket);
-          socket.once('close', () => streams.delete(socket));
+          res.once('close', () => streams.delete(socket));
         }
         answer.pipe(res);
       },

@@ -43,6 +43,9 @@ export async function freePort() {
 async function waitReady(url, child, logPath, timeoutMs = 60_000) {
   const deadline = Date.now() + timeoutMs;
   while (Date.now() < deadline) {
+    if (child.spawnError) {
+      throw new Error(`cannot run ${maitredBinary()} (build it, or set MAITRED_BIN): ${child.spawnError.message}`);
+    }
     if (child.exitCode !== null) {
       throw new Error(`${url}: the process exited (${child.exitCode})\n${await tail(logPath)}`);
     }
@@ -74,6 +77,10 @@ function launch(args, { cwd, env, logPath }) {
   });
   child.stdout.pipe(log);
   child.stderr.pipe(log);
+  // Without a listener a missing binary is an uncaught exception, far from its cause.
+  child.on('error', (error) => {
+    child.spawnError = error;
+  });
   return child;
 }
 
