@@ -318,17 +318,26 @@ fn login_form(
         .secure(identity.secure_cookies)
         .same_site(SameSite::Strict)
         .build();
+    // Browsers apply form-action to the redirects that follow the POST too, so the
+    // client's (registered, already checked) redirect origin must be allowed, or a
+    // successful sign-in is blocked on its way back to the client.
+    let form_action = match url::Url::parse(&request.redirect_uri) {
+        Ok(url) if url.origin().is_tuple() => {
+            format!("'self' {}", url.origin().ascii_serialization())
+        }
+        _ => "'self'".to_owned(),
+    };
+    let csp = format!(
+        "default-src 'none'; style-src 'unsafe-inline'; form-action {form_action}; frame-ancestors 'none'"
+    );
     match page.render() {
         Ok(html) => (
             status,
             jar.add(cookie),
             [
-                (header::CACHE_CONTROL, "no-store"),
-                (header::X_FRAME_OPTIONS, "DENY"),
-                (
-                    header::CONTENT_SECURITY_POLICY,
-                    "default-src 'none'; style-src 'unsafe-inline'; form-action 'self'; frame-ancestors 'none'",
-                ),
+                (header::CACHE_CONTROL, "no-store".to_owned()),
+                (header::X_FRAME_OPTIONS, "DENY".to_owned()),
+                (header::CONTENT_SECURITY_POLICY, csp),
             ],
             Html(html),
         )

@@ -76,6 +76,17 @@ async fn sign_in(
         .unwrap();
     assert_eq!(page.status(), 200);
     assert_eq!(page.headers()["x-frame-options"], "DENY");
+    // Browsers check form-action on the redirect after the POST as well: without
+    // the client's origin there, Chromium blocks the way back from a good sign-in.
+    let redirect_origin = url::Url::parse(&redirect)
+        .unwrap()
+        .origin()
+        .ascii_serialization();
+    let csp = page.headers()["content-security-policy"].to_str().unwrap();
+    assert!(
+        csp.contains(&format!("form-action 'self' {redirect_origin};")),
+        "{csp}"
+    );
     let html = page.text().await.unwrap();
     assert!(html.contains("Sign in to maitred"), "{html}");
     let csrf = hidden_field(&html, "csrf_token").expect("a CSRF token in the form");
