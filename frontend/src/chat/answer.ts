@@ -195,8 +195,20 @@ function storedTool(call: StoredToolCall, answerRunning: boolean): ToolView {
   return view;
 }
 
-function storedAnswer(rows: StoredMessage[]): Answer {
-  const running = rows.some((r) => r.status === "streaming");
+/**
+ * Whether the answer these rows began may still be running at the server. A model
+ * turn's row is "complete" while its tool calls run or wait for approval, so a last
+ * row that asked for tools means the answer goes on (or stopped without a trace).
+ */
+function mayBeRunning(rows: StoredMessage[]): boolean {
+  const last = rows[rows.length - 1];
+  return (
+    rows.some((r) => r.status === "streaming" || (r.tool_calls ?? []).some((c) => c.status === "running")) ||
+    (last?.status === "complete" && (last.tool_calls?.length ?? 0) > 0)
+  );
+}
+
+function storedAnswer(rows: StoredMessage[], running: boolean): Answer {
   const last = rows[rows.length - 1];
   const answer = emptyAnswer(rows[0]?.generation_id ?? null);
   answer.text = rows
@@ -216,13 +228,19 @@ function storedAnswer(rows: StoredMessage[]): Answer {
   return answer;
 }
 
-/** A stored conversation as turns: one answer per generation, however many model turns it took. */
-export function turnsFromConversation(conversation: Conversation): Turn[] {
+/**
+ * A stored conversation as turns: one answer per generation, however many model turns
+ * it took. With `live`, the last answer is marked streaming when it may still be
+ * running, so that the caller watches it again; without, everything stored is final.
+ */
+export function turnsFromConversation(conversation: Conversation, live = false): Turn[] {
   const turns: Turn[] = [];
+  const groups: StoredMessage[][] = [];
   let group: StoredMessage[] = [];
   const flush = (): void => {
+    if (group.length > 0) groups.push(group);
     const first = group[0];
-    if (first) turns.push({ kind: "assistant", key: first.id, answer: storedAnswer(group) });
+    if (first) turns.push({ kind: "assistant", key: first.id, answer: storedAnswer(group, false) });
     group = [];
   };
   for (const message of conversation.messages) {
@@ -235,5 +253,15 @@ export function turnsFromConversation(conversation: Conversation): Turn[] {
     }
   }
   flush();
+  if (!live) return turns;
+  const last = turns[turns.length - 1];
+  const lastMessage = conversation.messages[conversation.messages.length - 1];
+  if (last?.kind === "assistant") {
+    const rows = groups[groups.length - 1] ?? [];
+    if (mayBeRunning(rows)) turns[turns.length - 1] = { ...last, answer: storedAnswer(rows, true) };
+  } else if (last?.kind === "user" && lastMessage?.generation_id) {
+    // Asked, and no model turn stored yet: the answer may be on its way.
+    turns.push({ kind: "assistant", key: `${last.key}-answer`, answer: emptyAnswer(lastMessage.generation_id) });
+  }
   return turns;
 }
