@@ -29,6 +29,8 @@ export interface ToolView {
   durationMs?: number;
   summary?: string;
   approval?: Approval;
+  /** Ended by a stop or a restart rather than by its own result (shown as an error). */
+  stopped?: boolean;
 }
 
 export interface Answer {
@@ -136,7 +138,7 @@ export function applyEvent(answer: Answer, event: ChatEvent): Answer {
         // A call still open when the answer ends will not finish any more.
         tools: answer.tools.map((t) =>
           t.status === "running" || t.status === "waiting"
-            ? { ...t, status: "error", summary: t.summary ?? "Stopped before it finished." }
+            ? { ...t, status: "error", stopped: true, summary: t.summary ?? "Stopped before it finished." }
             : t,
         ),
       };
@@ -161,7 +163,10 @@ export function titleFromToolName(tool: string): string {
   return words.charAt(0).toUpperCase() + words.slice(1);
 }
 
-function storedStatus(status: string, answerRunning: boolean): { status: ToolStatus; note?: string } {
+function storedStatus(
+  status: string,
+  answerRunning: boolean,
+): { status: ToolStatus; note?: string; stopped?: boolean } {
   switch (status) {
     case "ok":
     case "error":
@@ -169,18 +174,20 @@ function storedStatus(status: string, answerRunning: boolean): { status: ToolSta
     case "unavailable":
       return { status };
     case "running":
-      return answerRunning ? { status: "running" } : { status: "error", note: "Stopped before it finished." };
+      return answerRunning
+        ? { status: "running" }
+        : { status: "error", stopped: true, note: "Stopped before it finished." };
     case "cancelled":
-      return { status: "error", note: "Stopped before it finished." };
+      return { status: "error", stopped: true, note: "Stopped before it finished." };
     case "interrupted":
-      return { status: "error", note: "Interrupted by a server restart." };
+      return { status: "error", stopped: true, note: "Interrupted by a server restart." };
     default:
       return { status: "error", note: status };
   }
 }
 
 function storedTool(call: StoredToolCall, answerRunning: boolean): ToolView {
-  const { status, note } = storedStatus(call.status, answerRunning);
+  const { status, note, stopped } = storedStatus(call.status, answerRunning);
   const view: ToolView = {
     id: call.id,
     server: call.server,
@@ -189,6 +196,7 @@ function storedTool(call: StoredToolCall, answerRunning: boolean): ToolView {
     arguments: call.arguments,
     status,
   };
+  if (stopped) view.stopped = true;
   if (call.duration_ms !== null) view.durationMs = call.duration_ms;
   const summary = call.summary ?? note;
   if (summary) view.summary = summary;
