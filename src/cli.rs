@@ -300,6 +300,11 @@ pub struct GatewayArgs {
         global = true
     )]
     pub stream_grace: u64,
+
+    /// Serve the web UI from this folder (a `frontend/dist` build) instead of the
+    /// copy embedded in the binary at compile time.
+    #[arg(long, env = "MAITRED_UI_DIR", global = true)]
+    pub ui_dir: Option<std::path::PathBuf>,
 }
 
 #[derive(Debug, Clone, Args)]

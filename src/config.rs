@@ -57,6 +57,8 @@ pub struct GatewaySettings {
     pub stream_grace: Duration,
     /// Pause between the offline model's text fragments, so streaming is visible.
     pub offline_fragment_delay: Duration,
+    /// The web UI's files on disk; `None`: the copy embedded at compile time.
+    pub ui_dir: Option<std::path::PathBuf>,
 }
 
 #[derive(Debug, Clone)]
@@ -83,6 +85,7 @@ impl Default for GatewaySettings {
             context_budget: 24_000,
             stream_grace: Duration::from_secs(30),
             offline_fragment_delay: Duration::from_millis(15),
+            ui_dir: None,
         }
     }
 }
@@ -130,6 +133,7 @@ impl GatewaySettings {
             question_limit: args.question_limit,
             context_budget: args.context_budget,
             stream_grace: Duration::from_secs(args.stream_grace),
+            ui_dir: args.ui_dir.clone(),
             ..Self::default()
         })
     }

@@ -10,6 +10,7 @@ mod login;
 pub mod metrics;
 pub mod session;
 pub mod tools;
+mod ui;
 
 use std::sync::Arc;
 
@@ -58,6 +59,8 @@ pub struct GatewayState {
     pub body_limit: usize,
     /// The gateway's registry, served at `/metrics`; gateway series register on it.
     pub metrics: Metrics,
+    /// The web UI served at `/`.
+    pub ui: ui::UiFiles,
 }
 
 impl FromRef<GatewayState> for Arc<TokenVerifier> {
@@ -206,6 +209,7 @@ pub fn router(
         tasks,
         body_limit: settings.body_limit,
         metrics,
+        ui: ui::UiFiles::new(settings.gateway_role.ui_dir.clone()),
     };
     let api = Router::new()
         .route(&format!("{API_PREFIX}/stream/chat"), post(chat::ask))
@@ -230,6 +234,7 @@ pub fn router(
             get(chat::conversation).delete(chat::delete_conversation),
         )
         .merge(login::routes())
+        .fallback(ui::serve)
         .layer(DefaultBodyLimit::max(settings.body_limit))
         // Browsers' Sec-Fetch-Site and Origin refuse cross-site writes outright; the
         // session's CSRF token is the second line.

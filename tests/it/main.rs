@@ -18,4 +18,5 @@ mod shutdown;
 mod streams;
 mod tokens;
 mod tool_faults;
+mod ui;
 mod upstream;

@@ -36,12 +36,26 @@ pub fn summary(text: &str, structured: Option<&Value>) -> String {
         let total = ["total", "count"]
             .iter()
             .find_map(|k| map.get(*k).and_then(Value::as_u64));
+        // A page has its list and a few counters; a record with a list among many
+        // fields (a booking's comments) is one record.
+        let page = total.is_some() || map.len() <= 4;
         match (listed, total) {
             (Some(listed), Some(total)) if total as usize != listed => {
                 return format!("{listed} of {total} records");
             }
-            (Some(listed), _) => return format!("{listed} records"),
+            (Some(listed), _) if page => return format!("{listed} records"),
             _ => {}
+        }
+        if let Some(id) = ["_id", "id"]
+            .iter()
+            .find_map(|k| map.get(*k))
+            .and_then(|id| {
+                id.as_str()
+                    .map(str::to_owned)
+                    .or_else(|| id.as_u64().map(|n| n.to_string()))
+            })
+        {
+            return format!("1 record, id {id}");
         }
     }
     shorten(text.lines().next().unwrap_or_default(), 160)
@@ -96,5 +110,8 @@ mod tests {
         let listed = json!({ "items": [1, 2, 3], "total": 60 });
         assert_eq!(summary("", Some(&listed)), "3 of 60 records");
         assert_eq!(summary("first\nsecond", None), "first");
+        let booking = json!({ "_id": "bk_1", "date": "2026-11-25", "time": "19:00",
+            "people": 2, "status": "confirmed", "comments": [] });
+        assert_eq!(summary("{...}", Some(&booking)), "1 record, id bk_1");
     }
 }

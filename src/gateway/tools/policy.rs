@@ -1,6 +1,6 @@
 //! Which tools a person may use, by role, from the gateway config's `[policy.ROLE]`
-//! tables. A role without a table is unrestricted; `[policy."*"]` applies to whoever
-//! has none of the listed roles (e.g. client-credentials callers). With several
+//! tables. A role without a table is unrestricted; `[policy."*"]` applies to callers
+//! with no role at all (e.g. client-credentials callers). With several
 //! roles, the most permissive wins: a tool is refused only if every one refuses it.
 
 use std::collections::BTreeMap;

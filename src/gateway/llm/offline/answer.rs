@@ -415,7 +415,9 @@ fn scalar_list(value: &Value) -> Option<ScalarList<'_>> {
             items,
             context: Vec::new(),
         }),
-        Value::Object(fields) => {
+        // A record with a list among many fields (a booking's `comments`) is a
+        // record, not a list; a list answer carries at most a few words of context.
+        Value::Object(fields) if fields.len() <= 4 => {
             let (key, items) = fields
                 .iter()
                 .filter_map(|(k, v)| Some((k, v.as_array()?)))

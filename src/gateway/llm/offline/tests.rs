@@ -445,7 +445,7 @@ async fn a_write_result_is_confirmed_with_its_key_fields() {
     let booking = json!({
         "_id": "b1c2d3e4f5a6b7c8d9e0f1a2", "date": "2026-11-22", "time": "19:00", "people": 2,
         "status": "request", "guest": {"_id": "aaaabbbbcccc1111", "name": "Ada Lovelace"},
-        "comment": null
+        "comment": null, "comments": []
     })
     .to_string();
     let (_, answered) = round_trip(
