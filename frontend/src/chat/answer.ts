@@ -29,6 +29,8 @@ export interface ToolView {
   durationMs?: number;
   summary?: string;
   approval?: Approval;
+  /** Ended by a stop or a restart rather than by its own result (shown as an error). */
+  stopped?: boolean;
 }
 
 export interface Answer {
@@ -136,7 +138,7 @@ export function applyEvent(answer: Answer, event: ChatEvent): Answer {
         // A call still open when the answer ends will not finish any more.
         tools: answer.tools.map((t) =>
           t.status === "running" || t.status === "waiting"
-            ? { ...t, status: "error", summary: t.summary ?? "Stopped before it finished." }
+            ? { ...t, status: "error", stopped: true, summary: t.summary ?? "Stopped before it finished." }
             : t,
         ),
       };
@@ -161,7 +163,10 @@ export function titleFromToolName(tool: string): string {
   return words.charAt(0).toUpperCase() + words.slice(1);
 }
 
-function storedStatus(status: string, answerRunning: boolean): { status: ToolStatus; note?: string } {
+function storedStatus(
+  status: string,
+  answerRunning: boolean,
+): { status: ToolStatus; note?: string; stopped?: boolean } {
   switch (status) {
     case "ok":
     case "error":
@@ -169,18 +174,20 @@ function storedStatus(status: string, answerRunning: boolean): { status: ToolSta
     case "unavailable":
       return { status };
     case "running":
-      return answerRunning ? { status: "running" } : { status: "error", note: "Stopped before it finished." };
+      return answerRunning
+        ? { status: "running" }
+        : { status: "error", stopped: true, note: "Stopped before it finished." };
     case "cancelled":
-      return { status: "error", note: "Stopped before it finished." };
+      return { status: "error", stopped: true, note: "Stopped before it finished." };
     case "interrupted":
-      return { status: "error", note: "Interrupted by a server restart." };
+      return { status: "error", stopped: true, note: "Interrupted by a server restart." };
     default:
       return { status: "error", note: status };
   }
 }
 
 function storedTool(call: StoredToolCall, answerRunning: boolean): ToolView {
-  const { status, note } = storedStatus(call.status, answerRunning);
+  const { status, note, stopped } = storedStatus(call.status, answerRunning);
   const view: ToolView = {
     id: call.id,
     server: call.server,
@@ -189,14 +196,27 @@ function storedTool(call: StoredToolCall, answerRunning: boolean): ToolView {
     arguments: call.arguments,
     status,
   };
+  if (stopped) view.stopped = true;
   if (call.duration_ms !== null) view.durationMs = call.duration_ms;
   const summary = call.summary ?? note;
   if (summary) view.summary = summary;
   return view;
 }
 
-function storedAnswer(rows: StoredMessage[]): Answer {
-  const running = rows.some((r) => r.status === "streaming");
+/**
+ * Whether the answer these rows began may still be running at the server. A model
+ * turn's row is "complete" while its tool calls run or wait for approval, so a last
+ * row that asked for tools means the answer goes on (or stopped without a trace).
+ */
+function mayBeRunning(rows: StoredMessage[]): boolean {
+  const last = rows[rows.length - 1];
+  return (
+    rows.some((r) => r.status === "streaming" || (r.tool_calls ?? []).some((c) => c.status === "running")) ||
+    (last?.status === "complete" && (last.tool_calls?.length ?? 0) > 0)
+  );
+}
+
+function storedAnswer(rows: StoredMessage[], running: boolean): Answer {
   const last = rows[rows.length - 1];
   const answer = emptyAnswer(rows[0]?.generation_id ?? null);
   answer.text = rows
@@ -216,13 +236,19 @@ function storedAnswer(rows: StoredMessage[]): Answer {
   return answer;
 }
 
-/** A stored conversation as turns: one answer per generation, however many model turns it took. */
-export function turnsFromConversation(conversation: Conversation): Turn[] {
+/**
+ * A stored conversation as turns: one answer per generation, however many model turns
+ * it took. With `live`, the last answer is marked streaming when it may still be
+ * running, so that the caller watches it again; without, everything stored is final.
+ */
+export function turnsFromConversation(conversation: Conversation, live = false): Turn[] {
   const turns: Turn[] = [];
+  const groups: StoredMessage[][] = [];
   let group: StoredMessage[] = [];
   const flush = (): void => {
+    if (group.length > 0) groups.push(group);
     const first = group[0];
-    if (first) turns.push({ kind: "assistant", key: first.id, answer: storedAnswer(group) });
+    if (first) turns.push({ kind: "assistant", key: first.id, answer: storedAnswer(group, false) });
     group = [];
   };
   for (const message of conversation.messages) {
@@ -235,5 +261,15 @@ export function turnsFromConversation(conversation: Conversation): Turn[] {
     }
   }
   flush();
+  if (!live) return turns;
+  const last = turns[turns.length - 1];
+  const lastMessage = conversation.messages[conversation.messages.length - 1];
+  if (last?.kind === "assistant") {
+    const rows = groups[groups.length - 1] ?? [];
+    if (mayBeRunning(rows)) turns[turns.length - 1] = { ...last, answer: storedAnswer(rows, true) };
+  } else if (last?.kind === "user" && lastMessage?.generation_id) {
+    // Asked, and no model turn stored yet: the answer may be on its way.
+    turns.push({ kind: "assistant", key: `${last.key}-answer`, answer: emptyAnswer(lastMessage.generation_id) });
+  }
   return turns;
 }

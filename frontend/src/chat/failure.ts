@@ -13,6 +13,12 @@ export interface Failure {
   retry: { question: string; unsentKey?: string } | null;
 }
 
+/** The gateway's messages start in lower case and may repeat the wait we count down. */
+function sentence(message: string, countedDown: boolean): string {
+  const text = countedDown ? message.replace(/[;,.]?\s*retry in \d+ ?s\.?$/i, "") : message;
+  return text.charAt(0).toUpperCase() + text.slice(1) + (/[.!?]$/.test(text) ? "" : ".");
+}
+
 export function failureFromError(error: unknown, retry: Failure["retry"]): Failure {
   if (error instanceof HttpError) {
     switch (error.status) {
@@ -24,15 +30,25 @@ export function failureFromError(error: unknown, retry: Failure["retry"]): Failu
           retry,
         };
       case 429:
-        return { title: "Too many questions", message: error.message, retryAfter: error.retryAfter, retry };
+        return {
+          title: "Too many questions",
+          message: sentence(error.message, error.retryAfter !== undefined),
+          retryAfter: error.retryAfter,
+          retry,
+        };
       case 503:
-        return { title: "The service is restarting", message: error.message, retryAfter: error.retryAfter, retry };
+        return {
+          title: "The service is restarting",
+          message: sentence(error.message, error.retryAfter !== undefined),
+          retryAfter: error.retryAfter,
+          retry,
+        };
       case 400:
       case 413:
       case 422:
-        return { title: "The question was not accepted", message: error.message, retry: null };
+        return { title: "The question was not accepted", message: sentence(error.message, false), retry: null };
       default:
-        return { title: "Something went wrong", message: error.message, retry };
+        return { title: "Something went wrong", message: sentence(error.message, false), retry };
     }
   }
   if (error instanceof NetworkError) {

@@ -201,7 +201,7 @@ export function useChat(api: Api, callbacks: ChatCallbacks, streamOptions: Parti
       api.conversation(id, controller.signal).then(
         (conversation) => {
           if (controller.signal.aborted) return;
-          const turns = turnsFromConversation(conversation);
+          const turns = turnsFromConversation(conversation, resume);
           dispatch({ type: "loaded", turns });
           const last = turns[turns.length - 1];
           // Reopened while its answer still runs (a reload mid-answer): watch it from the start.

@@ -58,6 +58,7 @@ export function ChatShell({
 
   useEffect(() => {
     if (!drawerOpen) return;
+    document.querySelector<HTMLElement>("#sidebar [data-testid=new-chat]")?.focus();
     const onKey = (e: KeyboardEvent): void => {
       if (e.key === "Escape") setDrawerOpen(false);
     };

@@ -3,8 +3,8 @@ import type { ReactElement } from "react";
 export function OfflineNote(): ReactElement {
   return (
     <p className="offline-note" data-testid="offline-note" role="note">
-      <strong>Offline model.</strong> Answers come from maitred’s built-in stand-in, which picks tools and writes
-      from their results without a language model.
+      <strong>Offline model:</strong> a built-in stand-in writes these answers from the tools’ results, with no
+      language model behind it.
     </p>
   );
 }

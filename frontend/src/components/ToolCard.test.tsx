@@ -106,3 +106,13 @@ describe("ApprovalCard actions", () => {
     expect((screen.getByTestId("deny-button") as HTMLButtonElement).disabled).toBe(true);
   });
 });
+
+describe("ToolCard after a stop", () => {
+  it("says the call was stopped, not that it failed", () => {
+    render(<ToolCard tool={{ ...base, status: "error", stopped: true, summary: "Stopped before it finished." }} />);
+    const card = screen.getByTestId("tool-card");
+    expect(card.dataset.status).toBe("error");
+    expect(card.textContent).toContain("Stopped");
+    expect(card.textContent).not.toContain("Failed");
+  });
+});

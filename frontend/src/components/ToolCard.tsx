@@ -55,6 +55,7 @@ export function ToolCard({
   const elapsed = useElapsed(running);
   const duration = tool.durationMs !== undefined ? formatDuration(tool.durationMs) : running ? formatDuration(elapsed) : "";
   const approval = tool.approval;
+  const label = tool.stopped ? "Stopped" : STATUS_LABELS[tool.status];
   const asking = approval && tool.status === "waiting" && (approval.decision === "pending" || approval.decision === "sending");
 
   return (
@@ -63,7 +64,7 @@ export function ToolCard({
       data-testid="tool-card"
       data-status={tool.status}
       data-tool={tool.tool}
-      aria-label={`${tool.title}: ${STATUS_LABELS[tool.status]}`}
+      aria-label={`${tool.title}: ${label}`}
     >
       <div className="tool-head">
         <span className="tool-icon">
@@ -72,7 +73,7 @@ export function ToolCard({
         <span className="tool-title" data-testid="tool-card-title">
           {tool.title}
         </span>
-        <span className="tool-status">{STATUS_LABELS[tool.status]}</span>
+        <span className="tool-status">{label}</span>
         <span className="tool-duration" data-testid="tool-card-duration">
           {duration}
         </span>
