@@ -41,7 +41,7 @@ describe('screenshots of the chat page', () => {
   it('light and dark, after an answer with tool cards', async () => {
     await signIn(page, stack, 'operator');
     // A count and a list: tool cards, a sentence and a table on one screen.
-    for (const question of ['How many tables are there?', 'Show the top 3 customers']) {
+    for (const question of ['How many customers do we have?', 'Show the first 4 tables']) {
       await ask(page, question);
       const answer = lastAssistant(page);
       await page.locator(byTestId('message', '[data-role="user"]')).getByText(question).waitFor();
