@@ -130,6 +130,23 @@ describe('chat with the offline model', () => {
     assert.ok(statuses.includes('waiting'), `the card waited: ${JSON.stringify(statuses)}`);
   });
 
+  it('a denied booking is not made, and the card says so', async () => {
+    await page.locator(byTestId('new-chat')).click();
+    await page.waitForURL((url) => url.pathname === '/');
+    await ask(page, 'Book a table for 2 tomorrow at 20:00 for Alan Turing');
+    const approval = page.locator(byTestId('approval-card'));
+    await approval.waitFor();
+    const bookings = async () => Number((await stack.backendGet('/bookings?limit=1')).headers.get('x-total-count'));
+    const before = await bookings();
+
+    await approval.locator(byTestId('deny-button')).click();
+    const answer = lastAssistant(page);
+    await answer.message.and(page.locator('[data-streaming="false"]')).waitFor();
+    await answer.toolCards.and(page.locator('[data-status="denied"]')).first().waitFor();
+    assert.equal(await approval.count(), 0);
+    assert.equal(await bookings(), before, 'no booking was made');
+  });
+
   it('after a reload the conversations are in the sidebar and open with their messages', async () => {
     await page.reload();
     const list = page.locator(byTestId('conversation-list'));

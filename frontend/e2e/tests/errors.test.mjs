@@ -1,0 +1,51 @@
+// A model that fails: the error reaches the person as a banner with a way to try
+// again, and trying again answers. The scripted upstream fails the first request
+// with a 400 (not retried by the gateway) and answers the next.
+
+import assert from 'node:assert/strict';
+import { after, before, describe, test } from 'node:test';
+
+import { ask, byTestId, diagnosed, lastAssistant, launchBrowser, newPage, signIn } from '../lib/browser.mjs';
+import { startStack } from '../lib/stack.mjs';
+
+describe('a failing model', () => {
+  let stack, browser, page;
+  const it = (name, body) => test(name, diagnosed(() => ({ page, stack }), body));
+
+  before(async () => {
+    stack = await startStack({
+      script: {
+        turns: [
+          { status: 400, message: 'the scripted model refuses this once' },
+          { text: 'Second time lucky: here is the answer.' },
+        ],
+      },
+    });
+    browser = await launchBrowser();
+    page = await newPage(browser, stack);
+    await signIn(page, stack, 'user');
+  });
+
+  after(async () => {
+    await browser?.close();
+    await stack?.stop();
+  });
+
+  it('shows an error banner, and Retry gets the answer', async () => {
+    await ask(page, 'What is on the menu?');
+    const banner = page.locator(byTestId('error-banner'));
+    await banner.waitFor();
+    assert.notEqual((await banner.innerText()).trim(), '');
+    assert.equal(await page.locator(byTestId('stop-button')).isVisible(), false);
+
+    await banner.locator(byTestId('retry-button')).click();
+    const answer = lastAssistant(page);
+    await answer.text.getByText('Second time lucky').waitFor();
+    await answer.message.and(page.locator('[data-streaming="false"]')).waitFor();
+    await banner.waitFor({ state: 'detached' });
+  });
+
+  it('threw no uncaught errors in the page', () => {
+    assert.deepEqual(page.pageErrors.map(String), []);
+  });
+});
