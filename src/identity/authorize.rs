@@ -318,17 +318,26 @@ fn login_form(
         .secure(identity.secure_cookies)
         .same_site(SameSite::Strict)
         .build();
+    // Browsers apply form-action to the redirect that follows the post too, so the
+    // client's (registered, already checked) redirect origin must be allowed.
+    let csp = format!(
+        "default-src 'none'; style-src 'unsafe-inline'; form-action 'self' {}; frame-ancestors 'none'",
+        url::Url::parse(&request.redirect_uri)
+            .map(|u| match u.origin() {
+                origin @ url::Origin::Tuple(..) => origin.ascii_serialization(),
+                // A native app's own scheme (`com.example.app:/cb`) has no origin.
+                url::Origin::Opaque(_) => format!("{}:", u.scheme()),
+            })
+            .unwrap_or_default()
+    );
     match page.render() {
         Ok(html) => (
             status,
             jar.add(cookie),
             [
-                (header::CACHE_CONTROL, "no-store"),
-                (header::X_FRAME_OPTIONS, "DENY"),
-                (
-                    header::CONTENT_SECURITY_POLICY,
-                    "default-src 'none'; style-src 'unsafe-inline'; form-action 'self'; frame-ancestors 'none'",
-                ),
+                (header::CACHE_CONTROL, "no-store".to_owned()),
+                (header::X_FRAME_OPTIONS, "DENY".to_owned()),
+                (header::CONTENT_SECURITY_POLICY, csp),
             ],
             Html(html),
         )

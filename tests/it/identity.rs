@@ -76,6 +76,16 @@ async fn sign_in(
         .unwrap();
     assert_eq!(page.status(), 200);
     assert_eq!(page.headers()["x-frame-options"], "DENY");
+    // The post's redirect back to the client is a form action too (Chromium enforces it).
+    let csp = page.headers()["content-security-policy"].to_str().unwrap();
+    let origin = url::Url::parse(&redirect)
+        .unwrap()
+        .origin()
+        .ascii_serialization();
+    assert!(
+        csp.contains(&format!("form-action 'self' {origin};")),
+        "{csp}"
+    );
     let html = page.text().await.unwrap();
     assert!(html.contains("Sign in to maitred"), "{html}");
     let csrf = hidden_field(&html, "csrf_token").expect("a CSRF token in the form");
