@@ -1,0 +1,113 @@
+import { act, fireEvent, render, screen, within } from "@testing-library/react";
+import { afterEach, beforeEach, describe, expect, it, vi } from "vitest";
+import { App } from "./App";
+import { fakeBody, fakeFetch, jsonResponse, sse, until } from "./test/fakeStream";
+
+const SIGNED_IN = {
+  authenticated: true,
+  csrf_token: "csrf-9",
+  user: { subject: "u1", name: "Oscar Operator", email: "o@example.test", roles: ["OPERATOR"] },
+  model: "maitred-offline",
+};
+const META = { conversation_id: "conv_7", message_id: "gen_7", model: "maitred-offline" };
+
+describe("App", () => {
+  let net: ReturnType<typeof fakeFetch>;
+
+  beforeEach(() => {
+    net = fakeFetch();
+    vi.stubGlobal("fetch", net.fetch);
+    window.history.replaceState(null, "", "/");
+    localStorage.clear();
+  });
+  afterEach(() => {
+    vi.unstubAllGlobals();
+  });
+
+  it("sends the browser to the login with the page to come back to", async () => {
+    window.history.replaceState(null, "", "/c/conv_1");
+    net.queue(jsonResponse(200, { authenticated: false, login_url: "/login", model: "gpt" }));
+    render(<App />);
+    const button = await screen.findByTestId("login-button");
+    expect(button.getAttribute("href")).toBe("/login?return_to=%2Fc%2Fconv_1");
+  });
+
+  it("asks, streams the answer with its tool call, and lands on the new conversation", async () => {
+    net.queue(jsonResponse(200, SIGNED_IN));
+    net.queue(jsonResponse(200, []));
+    const body = fakeBody();
+    net.queue(body.response);
+    net.queue(jsonResponse(200, [{ id: "conv_7", title: "Tables?", created_at: "", updated_at: "" }]));
+    net.queue(jsonResponse(200, [{ id: "conv_7", title: "Tables?", created_at: "", updated_at: "" }]));
+    render(<App />);
+
+    expect((await screen.findByTestId("user-name")).textContent).toBe("Oscar Operator");
+    expect(screen.getByTestId("user-roles").textContent).toContain("OPERATOR");
+    expect(screen.getByTestId("offline-note")).toBeTruthy();
+
+    const input = screen.getByTestId("question-input");
+    fireEvent.change(input, { target: { value: "Which tables seat six?" } });
+    fireEvent.keyDown(input, { key: "Enter" });
+    await until(() => net.calls.length === 3, "the question");
+    const ask = net.calls[2]!;
+    expect(new Headers(ask.init.headers).get("X-CSRF-Token")).toBe("csrf-9");
+
+    await act(async () => {
+      body.send(sse(1, "meta", META));
+      body.send(sse(2, "tool_call", { id: "tc_1", server: "resos", tool: "getTables", title: "Looking up tables", arguments: {} }));
+      body.send(sse(3, "token", { text: "| Table | Seats |\n|---|---|\n| T4 | 6 |\n" }));
+    });
+    await until(() => screen.queryAllByTestId("tool-card").length === 1, "the tool card");
+    const answer = screen.getAllByTestId("message").find((m) => m.dataset.role === "assistant")!;
+    expect(answer.dataset.streaming).toBe("true");
+    expect(screen.getByTestId("stop-button")).toBeTruthy();
+    expect(window.location.pathname).toBe("/c/conv_7");
+
+    await act(async () => {
+      body.send(sse(4, "tool_result", { id: "tc_1", status: "ok", duration_ms: 42, summary: "20 records" }));
+      body.send(sse(5, "done", { finish_reason: "stop" }));
+    });
+    await until(() => answer.dataset.streaming === "false", "the end of the answer");
+    expect(screen.getByTestId("tool-card").dataset.status).toBe("ok");
+    expect(screen.getByTestId("tool-card-duration").textContent).toBe("42 ms");
+    expect(within(screen.getByTestId("assistant-text")).getByRole("table")).toBeTruthy();
+    expect(screen.queryByTestId("stop-button")).toBeNull();
+    await until(() => screen.queryAllByTestId("conversation-item").length === 1, "the conversation in the list");
+  });
+
+  it("shows a refused question with a retry that asks again", async () => {
+    net.queue(jsonResponse(200, SIGNED_IN));
+    net.queue(jsonResponse(200, []));
+    net.queue(jsonResponse(429, { code: "RATE_LIMIT_EXCEEDED", message: "too many requests: 3 at once; retry in 5 s" }, { "Retry-After": "5" }));
+    net.queue(jsonResponse(200, []));
+    render(<App />);
+    const input = await screen.findByTestId("question-input");
+    fireEvent.change(input, { target: { value: "Hello?" } });
+    fireEvent.click(screen.getByTestId("send-button"));
+    const banner = await screen.findByTestId("error-banner");
+    expect(banner.textContent).toContain("Too many questions");
+    expect(banner.textContent).toContain("5 s");
+    expect(screen.getAllByTestId("message")).toHaveLength(1);
+
+    const body = fakeBody();
+    net.queue(body.response);
+    fireEvent.click(screen.getByTestId("retry-button"));
+    await until(() => net.calls.length === 5, "the question asked again");
+    expect(JSON.parse(String(net.calls[4]!.init.body))).toEqual({ question: "Hello?" });
+    expect(screen.queryByTestId("error-banner")).toBeNull();
+    // The unsent copy is replaced by the one being asked.
+    expect(screen.getAllByTestId("message").filter((m) => m.dataset.role === "user")).toHaveLength(1);
+  });
+
+  it("keeps the theme chosen, on <html data-theme>", async () => {
+    net.queue(jsonResponse(200, SIGNED_IN));
+    net.queue(jsonResponse(200, []));
+    render(<App />);
+    const toggle = await screen.findByTestId("theme-toggle");
+    const before = document.documentElement.dataset.theme;
+    fireEvent.click(toggle);
+    const after = document.documentElement.dataset.theme;
+    expect(after).not.toBe(before);
+    expect(localStorage.getItem("maitred.theme")).toBe(after);
+  });
+});

@@ -1,0 +1,66 @@
+// A response body the test writes to by hand, and a fetch that hands them out in order.
+
+export interface FakeBody {
+  response: Response;
+  send: (text: string) => void;
+  /** The connection drops, as a network blip does. */
+  drop: () => void;
+  end: () => void;
+}
+
+export function fakeBody(status = 200, headers: Record<string, string> = {}): FakeBody {
+  let controller!: ReadableStreamDefaultController<Uint8Array>;
+  const body = new ReadableStream<Uint8Array>({
+    start(c) {
+      controller = c;
+    },
+  });
+  const encoder = new TextEncoder();
+  return {
+    response: new Response(body, { status, headers: { "Content-Type": "text/event-stream", ...headers } }),
+    send: (text) => controller.enqueue(encoder.encode(text)),
+    drop: () => controller.error(new TypeError("network error")),
+    end: () => controller.close(),
+  };
+}
+
+export function sse(id: number, event: string, data: unknown): string {
+  return `id: ${id}\nevent: ${event}\ndata: ${JSON.stringify(data)}\n\n`;
+}
+
+export function jsonResponse(status: number, body: unknown, headers: Record<string, string> = {}): Response {
+  return new Response(JSON.stringify(body), { status, headers: { "Content-Type": "application/json", ...headers } });
+}
+
+export interface FetchCall {
+  url: string;
+  init: RequestInit;
+}
+
+/** A fetch answering each call with the next queued response (or a thrown network error). */
+export function fakeFetch(): {
+  fetch: typeof fetch;
+  calls: FetchCall[];
+  queue: (answer: Response | Error | (() => Response | Promise<Response>)) => void;
+} {
+  const calls: FetchCall[] = [];
+  const answers: (Response | Error | (() => Response | Promise<Response>))[] = [];
+  const fetchFn = (async (input: RequestInfo | URL, init: RequestInit = {}) => {
+    calls.push({ url: String(input), init });
+    const next = answers.shift();
+    if (!next) throw new Error(`unexpected fetch ${String(input)}`);
+    if (next instanceof Error) throw next;
+    return typeof next === "function" ? next() : next;
+  }) as typeof fetch;
+  return { fetch: fetchFn, calls, queue: (a) => answers.push(a) };
+}
+
+export const tick = (ms = 0): Promise<void> => new Promise((r) => setTimeout(r, ms));
+
+export async function until(check: () => boolean, what = "condition", ms = 2000): Promise<void> {
+  const start = Date.now();
+  while (!check()) {
+    if (Date.now() - start > ms) throw new Error(`timed out waiting for ${what}`);
+    await tick(2);
+  }
+}
