@@ -13,6 +13,7 @@ mod identity;
 mod mcp;
 mod observability;
 mod policy;
+mod proxy;
 mod restart;
 mod shutdown;
 mod streams;
