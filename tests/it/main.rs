@@ -11,6 +11,7 @@ mod chat;
 mod errors;
 mod identity;
 mod mcp;
+mod nginx;
 mod observability;
 mod policy;
 mod proxy;
