@@ -39,7 +39,7 @@ fn free_port() -> u16 {
 }
 
 fn nginx_binary() -> PathBuf {
-    if let Some(path) = std::env::var_os("NGINX") {
+    if let Some(path) = std::env::var_os("MAITRED_NGINX") {
         return path.into();
     }
     ["/usr/sbin/nginx", "/usr/local/sbin/nginx", "/usr/bin/nginx"]
