@@ -66,7 +66,10 @@ pub async fn backend_router(
         router = router.merge(identity::router(identity));
         banner = dev_banner;
     }
-    Ok((http::middleware::wrap(router, &metrics), banner))
+    Ok((
+        http::middleware::wrap(router, &metrics, &settings.trusted_proxies),
+        banner,
+    ))
 }
 
 pub async fn run(cli: Cli) -> anyhow::Result<()> {

@@ -6,6 +6,8 @@ use std::path::PathBuf;
 
 use clap::{Args, Parser, Subcommand, ValueEnum};
 
+use crate::http::client_ip::ForwardedHeader;
+
 #[derive(Debug, Parser)]
 #[command(
     name = "maitred",
@@ -195,6 +197,26 @@ pub struct GlobalArgs {
         global = true
     )]
     pub mcp_allowed_origins: Vec<String>,
+
+    /// Reverse proxies whose forwarding header names the client, comma-separated
+    /// addresses or CIDR networks (default: none; the TCP peer is the client).
+    #[arg(
+        long,
+        env = "MAITRED_TRUSTED_PROXIES",
+        value_delimiter = ',',
+        global = true
+    )]
+    pub trusted_proxies: Vec<String>,
+
+    /// The header the trusted proxies write: x-forwarded-for or forwarded (RFC 7239).
+    #[arg(
+        long,
+        env = "MAITRED_FORWARDED_HEADER",
+        value_enum,
+        default_value_t = ForwardedHeader::XForwardedFor,
+        global = true
+    )]
+    pub forwarded_header: ForwardedHeader,
 }
 
 #[derive(Debug, Clone, Args)]
@@ -305,6 +327,16 @@ pub struct GatewayArgs {
     /// copy embedded in the binary at compile time.
     #[arg(long, env = "MAITRED_UI_DIR", global = true)]
     pub ui_dir: Option<std::path::PathBuf>,
+
+    /// Seconds between keep-alive comments (`: ping`) on a quiet chat stream, so
+    /// proxies and browsers do not close it as idle.
+    #[arg(
+        long,
+        env = "MAITRED_SSE_KEEPALIVE",
+        default_value_t = 15.0,
+        global = true
+    )]
+    pub sse_keepalive: f64,
 }
 
 #[derive(Debug, Clone, Args)]

@@ -9,6 +9,7 @@ use anyhow::{Context, bail};
 use serde::Deserialize;
 
 use crate::cli::{GatewayArgs, GlobalArgs, Mode};
+use crate::http::client_ip::TrustedProxies;
 use crate::identity::IdentityConfig;
 use crate::issuer::Issuer;
 
@@ -31,6 +32,8 @@ pub struct Settings {
     pub body_limit: usize,
     pub auth_rate_limit_per_minute: u32,
     pub access_token_ttl: Duration,
+    /// Reverse proxies believed about the client's address.
+    pub trusted_proxies: TrustedProxies,
     pub mcp_role: McpSettings,
     pub gateway_role: GatewaySettings,
     pub file: FileConfig,
@@ -55,6 +58,8 @@ pub struct GatewaySettings {
     pub question_limit: usize,
     pub context_budget: usize,
     pub stream_grace: Duration,
+    /// Between keep-alive comments on a quiet chat stream.
+    pub sse_keepalive: Duration,
     /// Pause between the offline model's text fragments, so streaming is visible.
     pub offline_fragment_delay: Duration,
     /// The web UI's files on disk; `None`: the copy embedded at compile time.
@@ -84,6 +89,7 @@ impl Default for GatewaySettings {
             question_limit: 4000,
             context_budget: 24_000,
             stream_grace: Duration::from_secs(30),
+            sse_keepalive: Duration::from_secs(15),
             offline_fragment_delay: Duration::from_millis(15),
             ui_dir: None,
         }
@@ -109,6 +115,9 @@ impl GatewaySettings {
             ),
             None => None,
         };
+        if !(args.sse_keepalive >= 0.05 && args.sse_keepalive <= 3600.0) {
+            bail!("MAITRED_SSE_KEEPALIVE must be between 0.05 and 3600 seconds");
+        }
         if args.max_iterations == 0 || args.question_limit == 0 || args.tool_output_cap < 256 {
             bail!(
                 "MAITRED_MAX_ITERATIONS and MAITRED_QUESTION_LIMIT must be positive, MAITRED_TOOL_OUTPUT_CAP at least 256"
@@ -134,6 +143,7 @@ impl GatewaySettings {
             context_budget: args.context_budget,
             stream_grace: Duration::from_secs(args.stream_grace),
             ui_dir: args.ui_dir.clone(),
+            sse_keepalive: Duration::from_secs_f64(args.sse_keepalive),
             ..Self::default()
         })
     }
@@ -261,6 +271,7 @@ impl Settings {
             body_limit: 64 * 1024,
             auth_rate_limit_per_minute: 120,
             access_token_ttl: Duration::from_secs(900),
+            trusted_proxies: TrustedProxies::default(),
             mcp_role,
             gateway_role: GatewaySettings::default(),
             file: FileConfig::default(),
@@ -315,6 +326,7 @@ impl Settings {
             body_limit: args.body_limit,
             auth_rate_limit_per_minute: args.auth_rate_limit,
             access_token_ttl: Duration::from_secs(args.access_token_ttl),
+            trusted_proxies: TrustedProxies::parse(&args.trusted_proxies, args.forwarded_header)?,
             file,
         })
     }

@@ -241,5 +241,8 @@ pub fn router(
         .layer(CsrfLayer::new())
         .with_state(state.clone());
     let router = http::health::routes(http::health::database(db)).merge(api);
-    Ok((http::middleware::wrap(router, &state.metrics), state))
+    Ok((
+        http::middleware::wrap(router, &state.metrics, &settings.trusted_proxies),
+        state,
+    ))
 }

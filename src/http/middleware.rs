@@ -14,14 +14,16 @@ use tower_http::sensitive_headers::SetSensitiveHeadersLayer;
 use tower_http::trace::TraceLayer;
 use tracing::Span;
 
+use super::client_ip::{ClientIp, TrustedProxies};
 use crate::metrics::Metrics;
 use crate::trace_context::{TRACERESPONSE, TraceContext};
 
 pub const REQUEST_ID: HeaderName = HeaderName::from_static("x-request-id");
 
 /// Adds `GET /metrics` (from `metrics`) to `router` and wraps it all in the common
-/// layers, which record every request on `metrics`.
-pub fn wrap(router: Router, metrics: &Metrics) -> Router {
+/// layers, which record every request on `metrics`; `proxies` are the reverse proxies
+/// whose forwarding header names the client.
+pub fn wrap(router: Router, metrics: &Metrics, proxies: &TrustedProxies) -> Router {
     let layers = ServiceBuilder::new()
         // Credentials never reach the logs, whatever layer below logs headers.
         .layer(SetSensitiveHeadersLayer::new([
@@ -34,6 +36,11 @@ pub fn wrap(router: Router, metrics: &Metrics) -> Router {
         // Continue the caller's trace (W3C traceparent) or start one, before the span
         // is made: every log line of the request carries its trace id.
         .layer(from_fn(trace_context))
+        // Before the span is made, so the access log names the client, not the proxy.
+        .layer(from_fn_with_state(
+            proxies.clone(),
+            super::client_ip::resolve,
+        ))
         .layer(
             TraceLayer::new_for_http()
                 .make_span_with(|request: &Request<_>| {
@@ -43,11 +50,13 @@ pub fn wrap(router: Router, metrics: &Metrics) -> Router {
                         .and_then(|v| v.to_str().ok())
                         .unwrap_or_default();
                     let trace = request.extensions().get::<TraceContext>();
+                    let client_ip = request.extensions().get::<ClientIp>();
                     tracing::info_span!(
                         "request",
                         method = %request.method(),
                         path = %request.uri().path(),
                         request_id,
+                        client_ip = client_ip.map(|ip| display(ip.0)),
                         trace_id = trace.map(|t| display(t.trace_id())),
                         span_id = trace.map(|t| display(t.span_id())),
                     )

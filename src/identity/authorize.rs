@@ -318,17 +318,17 @@ fn login_form(
         .secure(identity.secure_cookies)
         .same_site(SameSite::Strict)
         .build();
-    // Browsers apply form-action to the redirects that follow the POST too, so the
-    // client's (registered, already checked) redirect origin must be allowed, or a
-    // successful sign-in is blocked on its way back to the client.
-    let form_action = match url::Url::parse(&request.redirect_uri) {
-        Ok(url) if url.origin().is_tuple() => {
-            format!("'self' {}", url.origin().ascii_serialization())
-        }
-        _ => "'self'".to_owned(),
-    };
+    // Browsers apply form-action to the redirect that follows the post too, so the
+    // client's (registered, already checked) redirect origin must be allowed.
     let csp = format!(
-        "default-src 'none'; style-src 'unsafe-inline'; form-action {form_action}; frame-ancestors 'none'"
+        "default-src 'none'; style-src 'unsafe-inline'; form-action 'self' {}; frame-ancestors 'none'",
+        url::Url::parse(&request.redirect_uri)
+            .map(|u| match u.origin() {
+                origin @ url::Origin::Tuple(..) => origin.ascii_serialization(),
+                // A native app's own scheme (`com.example.app:/cb`) has no origin.
+                url::Origin::Opaque(_) => format!("{}:", u.scheme()),
+            })
+            .unwrap_or_default()
     );
     match page.render() {
         Ok(html) => (

@@ -143,6 +143,7 @@ pub fn router(
     Ok(http::middleware::wrap(
         mcp.merge(discovery).merge(health),
         &metrics,
+        &settings.trusted_proxies,
     ))
 }
 

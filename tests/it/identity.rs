@@ -76,15 +76,14 @@ async fn sign_in(
         .unwrap();
     assert_eq!(page.status(), 200);
     assert_eq!(page.headers()["x-frame-options"], "DENY");
-    // Browsers check form-action on the redirect after the POST as well: without
-    // the client's origin there, Chromium blocks the way back from a good sign-in.
-    let redirect_origin = url::Url::parse(&redirect)
+    // The post's redirect back to the client is a form action too (Chromium enforces it).
+    let csp = page.headers()["content-security-policy"].to_str().unwrap();
+    let origin = url::Url::parse(&redirect)
         .unwrap()
         .origin()
         .ascii_serialization();
-    let csp = page.headers()["content-security-policy"].to_str().unwrap();
     assert!(
-        csp.contains(&format!("form-action 'self' {redirect_origin};")),
+        csp.contains(&format!("form-action 'self' {origin};")),
         "{csp}"
     );
     let html = page.text().await.unwrap();

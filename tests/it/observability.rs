@@ -463,6 +463,7 @@ async fn handlers_read_the_requests_trace_context() {
             }),
         ),
         &Metrics::new(),
+        &Default::default(),
     );
     let listener = TcpListener::bind((Ipv4Addr::LOCALHOST, 0)).await.unwrap();
     let url = format!("http://{}/trace", listener.local_addr().unwrap());

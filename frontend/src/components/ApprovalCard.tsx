@@ -17,12 +17,33 @@ function useSecondsLeft(expiresAt: string): number | null {
   return left;
 }
 
+/** What the call will do, in full: the person approves these values, not a summary. */
+function CallArguments({ value }: { value: unknown }): ReactElement | null {
+  if (value === null || typeof value !== "object" || Array.isArray(value)) {
+    return value === undefined || value === null ? null : <pre className="approval-args">{JSON.stringify(value, null, 2)}</pre>;
+  }
+  const entries = Object.entries(value as Record<string, unknown>);
+  if (entries.length === 0) return null;
+  return (
+    <dl className="approval-args">
+      {entries.map(([key, v]) => (
+        <div key={key}>
+          <dt>{key}</dt>
+          <dd>{typeof v === "string" ? v : JSON.stringify(v)}</dd>
+        </div>
+      ))}
+    </dl>
+  );
+}
+
 export function ApprovalCard({
   title,
+  args,
   approval,
   onDecide,
 }: {
   title: string;
+  args?: unknown;
   approval: Approval;
   onDecide: (approve: boolean, rememberMinutes: number) => void;
 }): ReactElement {
@@ -37,6 +58,7 @@ export function ApprovalCard({
       <p className="approval-question">
         <strong>This tool changes data.</strong> Allow it to run?
       </p>
+      <CallArguments value={args} />
       {left !== null && (
         <p className="approval-expiry">
           {expired

@@ -25,7 +25,7 @@ export function AssistantMessage({
   answer: Answer;
   onDecide?: (toolId: string, approve: boolean, rememberMinutes: number) => void;
 }): ReactElement {
-  const thinking = answer.streaming && answer.text === "" && answer.tools.every((t) => t.status !== "running");
+  const thinking = answer.streaming && answer.text === "" && answer.tools.every((t) => t.status !== "running" && t.status !== "waiting");
   const note = answer.finish ? FINISH_NOTES[answer.finish] : undefined;
   return (
     <article

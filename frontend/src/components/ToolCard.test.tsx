@@ -116,3 +116,26 @@ describe("ToolCard after a stop", () => {
     expect(card.textContent).not.toContain("Failed");
   });
 });
+
+describe("ApprovalCard contents", () => {
+  it("shows every argument of the call being approved", () => {
+    const tool: ToolView = {
+      ...base,
+      tool: "createBooking",
+      status: "waiting",
+      arguments: { guestName: "Di Park", people: 2, time: "19:30" },
+      approval: { expiresAt: new Date(Date.now() + 60_000).toISOString(), decision: "pending" },
+    };
+    render(<ToolCard tool={tool} onDecide={() => {}} />);
+    const card = screen.getByTestId("approval-card");
+    const pairs = Array.from(card.querySelectorAll("dl > div")).map((d) => [
+      d.querySelector("dt")?.textContent,
+      d.querySelector("dd")?.textContent,
+    ]);
+    expect(pairs).toEqual([
+      ["guestName", "Di Park"],
+      ["people", "2"],
+      ["time", "19:30"],
+    ]);
+  });
+});

@@ -89,7 +89,9 @@ export function ToolCard({
           <span className="sr-only">{open ? "Hide details" : "Show details"}</span>
         </button>
       </div>
-      {asking && approval && onDecide && <ApprovalCard title={tool.title} approval={approval} onDecide={onDecide} />}
+      {asking && approval && onDecide && (
+        <ApprovalCard title={tool.title} args={tool.arguments} approval={approval} onDecide={onDecide} />
+      )}
       {approval && !asking && approval.decision !== "pending" && (
         <p className="tool-decision">{approval.decision === "denied" ? "You denied this call." : "You approved this call."}</p>
       )}

@@ -41,7 +41,6 @@ export function UserMenu({ user, onSignOut }: { user: User; onSignOut: () => voi
         type="button"
         className="user-button"
         data-testid="user-menu"
-        aria-haspopup="true"
         aria-expanded={open}
         aria-controls={panelId}
         onClick={() => setOpen((o) => !o)}

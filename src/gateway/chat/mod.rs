@@ -59,20 +59,23 @@ fn body<T>(result: Result<Json<T>, JsonRejection>, limit: usize) -> Result<T, Ga
 }
 
 /// The SSE response for a generation, from after `last_seen`.
-fn stream(generation: &std::sync::Arc<Generation>, last_seen: u64) -> Response {
+fn stream(
+    generation: &std::sync::Arc<Generation>,
+    last_seen: u64,
+    keepalive: Duration,
+) -> Response {
     let events = generation
         .watch(last_seen)
         .map(|(seq, event)| Ok::<Event, Infallible>(event.to_sse(seq)));
-    sse(events)
+    sse(events, keepalive)
 }
 
-fn sse(events: impl Stream<Item = Result<Event, Infallible>> + Send + 'static) -> Response {
+fn sse(
+    events: impl Stream<Item = Result<Event, Infallible>> + Send + 'static,
+    keepalive: Duration,
+) -> Response {
     let mut response = Sse::new(events)
-        .keep_alive(
-            KeepAlive::new()
-                .interval(Duration::from_secs(15))
-                .text("ping"),
-        )
+        .keep_alive(KeepAlive::new().interval(keepalive).text("ping"))
         .into_response();
     let headers = response.headers_mut();
     headers.insert("cache-control", HeaderValue::from_static("no-cache"));
@@ -142,7 +145,7 @@ pub async fn ask(
         model: state.agent.models.primary().to_owned(),
         fallback_from: None,
     });
-    let response = stream(&generation, 0);
+    let response = stream(&generation, 0, state.agent.settings.sse_keepalive);
     tracing::info!(%message_id, subject = %user.subject, "question received");
     let agent = state.agent.clone();
     let generations = state.generations.clone();
@@ -175,7 +178,11 @@ pub async fn resume(
         .and_then(|v| v.to_str().ok())
         .and_then(|v| v.trim().parse().ok())
         .unwrap_or(0);
-    Ok(stream(&generation, last_seen))
+    Ok(stream(
+        &generation,
+        last_seen,
+        state.agent.settings.sse_keepalive,
+    ))
 }
 
 fn owned(
