@@ -68,6 +68,13 @@ async function tail(path, lines = 25) {
   }
 }
 
+// A test process that ends without its after hooks (an uncaught error, a timeout)
+// must not leave servers holding ports behind it.
+const running = new Set();
+process.once('exit', () => {
+  for (const child of running) child.kill('SIGKILL');
+});
+
 function launch(args, { cwd, env, logPath }) {
   const log = createWriteStream(logPath);
   const child = spawn(maitredBinary(), args, {
@@ -81,6 +88,8 @@ function launch(args, { cwd, env, logPath }) {
   child.on('error', (error) => {
     child.spawnError = error;
   });
+  running.add(child);
+  child.once('exit', () => running.delete(child));
   return child;
 }
 
@@ -202,6 +211,7 @@ export async function startStack({ script, proxy = false, env = {} } = {}) {
   } catch (error) {
     await proxied?.stop();
     for (const child of children.reverse()) await stop(child);
+    if (!process.env.E2E_KEEP_WORK) await rm(work, { recursive: true, force: true });
     throw error;
   }
 }
