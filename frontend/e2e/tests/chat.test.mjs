@@ -57,6 +57,16 @@ describe('chat with the offline model', () => {
     await page.locator(byTestId('offline-note')).waitFor();
   });
 
+  it('Shift+Enter starts a new line instead of sending', async () => {
+    const input = page.locator(byTestId('question-input'));
+    await input.fill('first line');
+    await input.press('Shift+Enter');
+    await input.pressSequentially('second line');
+    assert.equal(await input.inputValue(), 'first line\nsecond line');
+    assert.equal(await page.locator(byTestId('message')).count(), 0);
+    await input.fill('');
+  });
+
   it('streams an answer with a tool call that ends ok', async () => {
     const { headers } = await stack.backendGet('/customers?limit=1');
     const customers = headers.get('x-total-count');
@@ -81,6 +91,8 @@ describe('chat with the offline model', () => {
 
     const text = await answer.text.innerText();
     assert.ok(text.includes(customers), `the answer "${text}" states the ${customers} customers`);
+    // A screen reader hears the answer too, from a polite live region.
+    await page.locator('[aria-live="polite"]').filter({ hasText: customers }).first().waitFor({ state: 'attached' });
     assert.equal(await page.locator(byTestId('stop-button')).isVisible(), false);
 
     // It streamed: the message was marked streaming, and its text grew in steps.
