@@ -92,6 +92,24 @@ describe('long answers from a slow model', () => {
     assert.equal(await page.locator(byTestId('error-banner')).count(), 0);
   });
 
+  it('a reload in the middle of an answer reopens it and watches it to the end', async () => {
+    await page.locator(byTestId('new-chat')).click();
+    await page.waitForURL((url) => url.pathname === '/');
+    await ask(page, 'Tell me everything once more');
+    await page.waitForURL(/\/c\/[^/]+$/);
+    const answer = lastAssistant(page);
+    await waitFor(async () => (await answer.text.count()) > 0 && (await answer.text.innerText()).includes('Sentence 5 '), {
+      message: 'the fifth sentence',
+    });
+
+    await page.reload();
+    const reopened = lastAssistant(page);
+    await reopened.message.and(page.locator('[data-streaming="true"]')).waitFor();
+    await reopened.message.and(page.locator('[data-streaming="false"]')).waitFor({ timeout: 60_000 });
+    assert.equal(normalized(await reopened.text.innerText()), ANSWER);
+    assert.equal(await page.locator(byTestId('message', '[data-role="assistant"]')).count(), 1);
+  });
+
   it('threw no uncaught errors in the page', () => {
     assert.deepEqual(page.pageErrors.map(String), []);
   });
