@@ -200,6 +200,18 @@ export async function startStack({ script, proxy = false, env = {} } = {}) {
         if (!res.ok) throw new Error(`GET ${path}: ${res.status} ${await res.text()}`);
         return { headers: res.headers, body: await res.json() };
       },
+      /**
+       * A date and time the demo restaurant can seat `people`, so a booking test does
+       * not depend on today's weekday (it is closed on Mondays) or earlier bookings.
+       */
+      async freeSlot(people) {
+        const dates = (await this.backendGet(`/bookings/available-dates?people=${people}`)).body;
+        // Not the first: it may be today, whose free times can pass while a test runs.
+        const date = dates[1] ?? dates[0];
+        const times = (await this.backendGet(`/bookings/available-times?date=${date}&people=${people}`)).body;
+        if (!date || times.length === 0) throw new Error(`no free table for ${people}`);
+        return { date, time: times.includes('19:00') ? '19:00' : times.at(-1) };
+      },
       log: () => tail(logPath),
       scriptedLog: () => (scriptedLog ? tail(scriptedLog) : Promise.resolve('')),
       async stop() {
