@@ -199,6 +199,12 @@ describe('chat with the offline model', () => {
   });
 
   it('signs out back to the signed-out screen', async () => {
+    const session = (await page.context().cookies()).filter((c) => c.httpOnly);
+    const withSession = () =>
+      fetch(`${stack.gatewayUrl}/api/v1/resos/conversations`, {
+        headers: { cookie: session.map((c) => `${c.name}=${c.value}`).join('; ') },
+      });
+    assert.equal((await withSession()).status, 200, 'the session cookie works while signed in');
     if (!(await page.locator(byTestId('sign-out')).isVisible())) {
       await page.locator(byTestId('user-menu')).click();
     }
@@ -206,6 +212,8 @@ describe('chat with the offline model', () => {
     await page.locator(byTestId('login-button')).waitFor();
     const status = await (await page.request.get('/api/auth/status')).json();
     assert.equal(status.authenticated, false);
+    // The session ended on the server too: its old cookie no longer works.
+    assert.equal((await withSession()).status, 401);
     await page.reload();
     await page.locator(byTestId('login-button')).waitFor();
     assert.equal(await page.locator(byTestId('conversation-item')).count(), 0);
