@@ -168,6 +168,11 @@ impl ScriptedLlm {
         let cancel = CancellationToken::new();
         let shared = Arc::new(Shared::new(script, cancel.clone()));
         let app = server::router(Arc::clone(&shared));
+        // As a provider's edge does: each small SSE write goes out at once instead of
+        // waiting for the client's delayed ACK (~40 ms on a kept-alive connection).
+        let listener = axum::serve::ListenerExt::tap_io(listener, |stream| {
+            let _ = stream.set_nodelay(true);
+        });
         let task = tokio::spawn(async move {
             let served = axum::serve(listener, app)
                 .with_graceful_shutdown(cancel.cancelled_owned())
