@@ -19,6 +19,8 @@ export default defineConfig({
     sourcemap: true,
   },
   test: {
+    // The end-to-end suite under e2e/ runs in a real browser with node:test.
+    include: ["src/**/*.test.{ts,tsx}"],
     environment: "jsdom",
     setupFiles: ["src/test/setup.ts"],
     restoreMocks: true,
