@@ -15,6 +15,7 @@ use super::generation::Generation;
 use super::present;
 use super::store::{NewMessage, Store};
 use crate::config::GatewaySettings;
+use crate::gateway::GatewayError;
 use crate::gateway::auth::ChatUser;
 use crate::gateway::llm::router::{ModelRouter, Note};
 use crate::gateway::llm::{
@@ -27,6 +28,65 @@ use crate::trace_context::TraceContext;
 
 /// How often streamed text is written to the database while a turn runs.
 const FLUSH_EVERY: Duration = Duration::from_secs(2);
+
+/// An answer's stored row, being inserted in the background so that storing it
+/// does not delay the first token.
+struct AnswerRow {
+    insert: Option<tokio::task::JoinHandle<Result<String, GatewayError>>>,
+    id: Option<String>,
+}
+
+impl AnswerRow {
+    fn insert(store: &Store, generation: &Generation, model: &str) -> Self {
+        let (store, conversation, generation_id, model) = (
+            store.clone(),
+            generation.conversation_id.clone(),
+            generation.id.clone(),
+            model.to_owned(),
+        );
+        let insert = tokio::spawn(async move {
+            store
+                .append(
+                    &conversation,
+                    NewMessage {
+                        generation_id: Some(&generation_id),
+                        role: "assistant",
+                        content: Some(""),
+                        tool_calls: &[],
+                        tool_call_id: None,
+                        status: "streaming",
+                        model: Some(&model),
+                    },
+                )
+                .await
+        });
+        Self {
+            insert: Some(insert),
+            id: None,
+        }
+    }
+
+    /// The row's id, once it is written; a failed write ends the answer.
+    async fn id(&mut self) -> Result<&str, Stop> {
+        if let Some(insert) = self.insert.take() {
+            let stored = insert
+                .await
+                .map_err(|e| e.to_string())
+                .and_then(|r| r.map_err(|e| e.to_string()));
+            match stored {
+                Ok(id) => self.id = Some(id),
+                Err(error) => {
+                    return Err(Stop::Failed(ModelError::Protocol(format!(
+                        "storing the answer: {error}"
+                    ))));
+                }
+            }
+        }
+        self.id
+            .as_deref()
+            .ok_or_else(|| Stop::Failed(ModelError::Protocol("storing the answer failed".into())))
+    }
+}
 
 pub struct Agent {
     pub models: ModelRouter,
@@ -240,22 +300,8 @@ impl Agent {
         };
         run.model = opened.model;
         let mut stream = opened.stream;
-        let row = self
-            .store
-            .append(
-                &generation.conversation_id,
-                NewMessage {
-                    generation_id: Some(&generation.id),
-                    role: "assistant",
-                    content: Some(""),
-                    tool_calls: &[],
-                    tool_call_id: None,
-                    status: "streaming",
-                    model: Some(&run.model),
-                },
-            )
-            .await
-            .map_err(|e| Stop::Failed(ModelError::Protocol(format!("storing the answer: {e}"))))?;
+        // The first token is in hand: it goes out while the answer's row is written.
+        let mut row = AnswerRow::insert(&self.store, generation, &run.model);
         let mut text = String::new();
         let mut assembler = Assembler::default();
         let mut flushed = Instant::now();
@@ -272,7 +318,12 @@ impl Agent {
                     generation.emit(ChatEvent::Token { text: fragment });
                     if flushed.elapsed() >= FLUSH_EVERY {
                         flushed = Instant::now();
-                        let _ = self.store.update(&row, &text, &[], "streaming").await;
+                        match row.id().await {
+                            Ok(id) => {
+                                let _ = self.store.update(id, &text, &[], "streaming").await;
+                            }
+                            Err(stop) => break Err(stop),
+                        }
                     }
                 }
                 Some(Ok(ModelEvent::ToolCallDelta {
@@ -294,6 +345,7 @@ impl Agent {
         };
         // Dropping the stream closes the upstream request at once.
         drop(stream);
+        let row = row.id().await?.to_owned();
         let calls = if outcome.is_ok() && !assembler.is_empty() {
             assembler.finish(&format!("{}-{turn}", generation.id))
         } else {

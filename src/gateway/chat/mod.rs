@@ -114,9 +114,15 @@ pub async fn ask(
     let conversation = store
         .open(&user.subject, question.conversation_id.as_deref(), &text)
         .await?;
-    let history = store
-        .history(&conversation, state.agent.settings.context_budget)
-        .await?;
+    // A new conversation has no history: one query less before the first token.
+    let history = match question.conversation_id {
+        Some(_) => {
+            store
+                .history(&conversation, state.agent.settings.context_budget)
+                .await?
+        }
+        None => Vec::new(),
+    };
     let message_id = format!("gen_{}", uuid::Uuid::now_v7().simple());
     store
         .append(
