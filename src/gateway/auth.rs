@@ -10,7 +10,6 @@ use subtle::ConstantTimeEq;
 
 use super::GatewayState;
 use super::error::GatewayError;
-use super::session::COOKIE;
 use crate::auth::{AuthErrorKind, authenticate};
 
 pub const CSRF_HEADER: &str = "x-csrf-token";
@@ -68,7 +67,9 @@ where
             }
         } else {
             let jar = CookieJar::from_headers(&parts.headers);
-            let cookie = jar.get(COOKIE).ok_or(GatewayError::NotSignedIn)?;
+            let cookie = jar
+                .get(state.sessions.cookies.session)
+                .ok_or(GatewayError::NotSignedIn)?;
             let session = state
                 .sessions
                 .lookup(cookie.value())

@@ -32,6 +32,10 @@ pub enum GatewayError {
     RateLimited { reason: String, retry_after: u64 },
     #[error("the server is shutting down; ask again in a moment")]
     ShuttingDown,
+    #[error(
+        "your sign-in cannot be renewed right now (the identity provider is busy); retry in {retry_after} s"
+    )]
+    SessionUnavailable { retry_after: u64 },
     #[error("the database is unavailable")]
     Unavailable(#[source] sqlx::Error),
     #[error(transparent)]
@@ -70,7 +74,7 @@ impl GatewayError {
                 }
             },
             Self::RateLimited { .. } => (StatusCode::TOO_MANY_REQUESTS, "RATE_LIMIT_EXCEEDED"),
-            Self::Unavailable(_) | Self::ShuttingDown => {
+            Self::Unavailable(_) | Self::ShuttingDown | Self::SessionUnavailable { .. } => {
                 (StatusCode::SERVICE_UNAVAILABLE, "SERVICE_UNAVAILABLE")
             }
             Self::Internal(_) => (StatusCode::INTERNAL_SERVER_ERROR, "INTERNAL_ERROR"),
@@ -120,7 +124,7 @@ impl IntoResponse for GatewayError {
                     HeaderValue::from_static("Bearer realm=\"maitred\""),
                 );
             }
-            Self::RateLimited { retry_after, .. } => {
+            Self::RateLimited { retry_after, .. } | Self::SessionUnavailable { retry_after } => {
                 headers.insert(header::RETRY_AFTER, HeaderValue::from(*retry_after));
             }
             Self::Unavailable(_) | Self::ShuttingDown => {

@@ -2,10 +2,12 @@
 //! provider, `/login/callback` brings it back with a session cookie, `/logout` ends
 //! it, and `/api/auth/*` tells the web UI who is signed in.
 
+use askama::Template;
 use axum::Json;
 use axum::Router;
 use axum::extract::{Query, State};
-use axum::response::{IntoResponse, Redirect, Response};
+use axum::http::{StatusCode, header};
+use axum::response::{Html, IntoResponse, Redirect, Response};
 use axum::routing::{get, post};
 use axum_extra::extract::CookieJar;
 use axum_extra::extract::cookie::{Cookie, SameSite};
@@ -15,7 +17,11 @@ use serde_json::{Value, json};
 use super::GatewayState;
 use super::auth::{ChatUser, Via};
 use super::error::GatewayError;
-use super::session::COOKIE;
+use super::session::{LOGIN_ATTEMPT_SECS, LoginError};
+use crate::http::client_ip::ClientIp;
+
+/// Longer `return_to` values are not a page of ours; they are dropped.
+const MAX_RETURN_TO: usize = 2048;
 
 pub fn routes() -> Router<GatewayState> {
     Router::new()
@@ -31,23 +37,62 @@ struct LoginQuery {
     return_to: Option<String>,
 }
 
-/// Only paths on this site: an open redirect would hand a phisher our login.
-fn local_path(path: Option<&str>) -> String {
-    match path {
-        Some(p) if p.starts_with('/') && !p.starts_with("//") && !p.contains('\\') => p.to_owned(),
-        _ => "/".to_owned(),
+/// Where to send the browser after sign-in: only a path that, resolved against the
+/// gateway's own URL, stays on the gateway's origin. Browsers forgive a lot (a tab or
+/// newline is dropped, `\\` is read as `/`), so anything a browser might read as
+/// another host is refused outright rather than cleaned: `/\t/evil.example` would
+/// otherwise become `//evil.example`.
+fn local_path(public_url: &str, path: Option<&str>) -> String {
+    let fallback = || "/".to_owned();
+    let Some(path) = path else {
+        return fallback();
+    };
+    let hostile = path.len() > MAX_RETURN_TO
+        || !path.starts_with('/')
+        || path.starts_with("//")
+        || path.chars().any(|c| c.is_control() || c == '\\');
+    if hostile {
+        return fallback();
+    }
+    let Ok(base) = url::Url::parse(public_url) else {
+        return fallback();
+    };
+    match base.join(path) {
+        Ok(resolved) if resolved.origin() == base.origin() => {
+            let mut local = resolved.path().to_owned();
+            if let Some(query) = resolved.query() {
+                local.push('?');
+                local.push_str(query);
+            }
+            if let Some(fragment) = resolved.fragment() {
+                local.push('#');
+                local.push_str(fragment);
+            }
+            local
+        }
+        _ => fallback(),
     }
 }
 
 async fn login(
     State(state): State<GatewayState>,
+    ClientIp(ip): ClientIp,
+    jar: CookieJar,
     Query(query): Query<LoginQuery>,
-) -> Result<Redirect, GatewayError> {
-    let to = state
-        .sessions
-        .begin(&local_path(query.return_to.as_deref()))
-        .await?;
-    Ok(Redirect::to(&to))
+) -> Result<Response, GatewayError> {
+    state.login_limit(ip)?;
+    let return_to = local_path(&state.sessions.public_url, query.return_to.as_deref());
+    let (to, login_state) = state.sessions.begin(&return_to).await?;
+    let names = state.sessions.cookies;
+    let binding = Cookie::build((names.login, login_state))
+        .path("/")
+        .http_only(true)
+        .secure(names.secure)
+        // Lax: the identity provider sends the browser back with a top-level GET.
+        .same_site(SameSite::Lax)
+        .max_age(cookie::time::Duration::seconds(LOGIN_ATTEMPT_SECS))
+        .build();
+    Ok((jar.add(binding), Redirect::to(&to)).into_response())
 }
 
 #[derive(Deserialize)]
@@ -60,32 +105,60 @@ struct Callback {
 
 async fn callback(
     State(state): State<GatewayState>,
+    ClientIp(ip): ClientIp,
     jar: CookieJar,
     Query(callback): Query<Callback>,
 ) -> Result<Response, GatewayError> {
+    state.login_limit(ip)?;
+    let names = state.sessions.cookies;
+    let bound = jar.get(names.login).map(|c| c.value().to_owned());
+    // The binding is spent whatever happens: a login is finished once, in one browser.
+    let jar = jar.remove(Cookie::build(names.login).path("/"));
     if let Some(error) = callback.error {
-        return Err(GatewayError::InvalidRequest(format!(
-            "the sign-in was refused: {error} {}",
+        let message = format!(
+            "the identity provider refused the sign-in: {error} {}",
             callback.error_description.unwrap_or_default()
-        )));
+        );
+        return Ok((jar, sign_in_failed(StatusCode::BAD_REQUEST, &message)).into_response());
     }
     let (Some(code), Some(login_state)) = (callback.code, callback.state) else {
-        return Err(GatewayError::InvalidRequest(
-            "the sign-in came back without a code or state".into(),
-        ));
+        let message = "the identity provider sent the browser back without a code or state";
+        return Ok((jar, sign_in_failed(StatusCode::BAD_REQUEST, message)).into_response());
     };
-    let (value, return_to) = state
+    let (value, return_to) = match state
         .sessions
-        .finish(&code, &login_state)
+        .finish(&code, &login_state, bound.as_deref())
         .await
-        .map_err(|e| GatewayError::InvalidRequest(format!("the sign-in failed: {e:#}")))?;
-    let cookie = Cookie::build((COOKIE, value))
+    {
+        Ok(done) => done,
+        Err(LoginError::Internal(cause)) => return Err(GatewayError::Internal(cause)),
+        Err(refused) => {
+            tracing::warn!(%ip, reason = ?refused.to_string(), "sign-in callback refused");
+            let page = sign_in_failed(StatusCode::BAD_REQUEST, &refused.to_string());
+            return Ok((jar, page).into_response());
+        }
+    };
+    let cookie = Cookie::build((names.session, value))
         .path("/")
         .http_only(true)
-        .secure(state.sessions.secure_cookies)
+        .secure(names.secure)
         .same_site(SameSite::Lax)
         .build();
     Ok((jar.add(cookie), Redirect::to(&return_to)).into_response())
+}
+
+#[derive(Template)]
+#[template(path = "sign_in_failed.html")]
+struct SignInFailed<'a> {
+    message: &'a str,
+}
+
+/// A page for a person, not JSON: they arrived here by following a redirect.
+fn sign_in_failed(status: StatusCode, message: &str) -> Response {
+    match (SignInFailed { message }).render() {
+        Ok(html) => (status, [(header::CACHE_CONTROL, "no-store")], Html(html)).into_response(),
+        Err(_) => (status, message.to_owned()).into_response(),
+    }
 }
 
 async fn logout(
@@ -93,13 +166,14 @@ async fn logout(
     user: ChatUser,
     jar: CookieJar,
 ) -> Result<Response, GatewayError> {
+    let name = state.sessions.cookies.session;
     if user.via == Via::Session
-        && let Some(cookie) = jar.get(COOKIE)
+        && let Some(cookie) = jar.get(name)
     {
         state.sessions.end(cookie.value()).await?;
-        tracing::info!(subject = %user.subject, "browser signed out");
+        tracing::info!(subject = ?user.subject, "browser signed out");
     }
-    let jar = jar.remove(Cookie::build(COOKIE).path("/"));
+    let jar = jar.remove(Cookie::build(name).path("/"));
     Ok((jar, Json(json!({ "signed_out": true }))).into_response())
 }
 
@@ -108,7 +182,7 @@ async fn status(
     State(state): State<GatewayState>,
     jar: CookieJar,
 ) -> Result<Json<Value>, GatewayError> {
-    let session = match jar.get(COOKIE) {
+    let session = match jar.get(state.sessions.cookies.session) {
         Some(cookie) => state.sessions.lookup(cookie.value()).await?,
         None => None,
     };
@@ -138,12 +212,37 @@ async fn user(user: ChatUser) -> Json<Value> {
 mod tests {
     use super::local_path;
 
+    const SITE: &str = "https://chat.example.com";
+
     #[test]
-    fn only_local_paths_are_returned_to() {
-        assert_eq!(local_path(Some("/chat?c=1")), "/chat?c=1");
-        assert_eq!(local_path(Some("//evil.example")), "/");
-        assert_eq!(local_path(Some("https://evil.example")), "/");
-        assert_eq!(local_path(Some("/\\evil.example")), "/");
-        assert_eq!(local_path(None), "/");
+    fn local_paths_are_returned_to() {
+        assert_eq!(local_path(SITE, Some("/chat?c=1")), "/chat?c=1");
+        assert_eq!(local_path(SITE, Some("/c/abc#end")), "/c/abc#end");
+        assert_eq!(local_path(SITE, Some("/%2F%2Fx")), "/%2F%2Fx");
+        assert_eq!(local_path(SITE, None), "/");
+    }
+
+    /// Each of these, given to a browser as a Location, leaves the site (or could).
+    #[test]
+    fn anything_a_browser_could_read_as_another_host_goes_home() {
+        let long = format!("/{}", "a".repeat(4096));
+        for hostile in [
+            "//evil.example",
+            "/\\evil.example",
+            "\\/evil.example",
+            "/\t/evil.example",
+            "/\n/evil.example",
+            "/\r\n/evil.example",
+            "/\u{0}/evil.example",
+            "%2F%2Fevil.example",
+            "https://evil.example",
+            "https:evil.example",
+            "javascript:alert(1)",
+            "evil.example",
+            "",
+            long.as_str(),
+        ] {
+            assert_eq!(local_path(SITE, Some(hostile)), "/", "{hostile:?}");
+        }
     }
 }

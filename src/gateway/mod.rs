@@ -12,6 +12,7 @@ pub mod session;
 pub mod tools;
 mod ui;
 
+use std::net::IpAddr;
 use std::sync::Arc;
 
 use anyhow::Context;
@@ -30,6 +31,7 @@ use crate::cli::Mode;
 use crate::config::{API_PREFIX, Settings};
 use crate::db::Db;
 use crate::http;
+use crate::http::budget::Budget;
 use crate::identity::dev::DevCredentials;
 use crate::metrics::Metrics;
 use chat::agent::Agent;
@@ -61,6 +63,21 @@ pub struct GatewayState {
     pub metrics: Metrics,
     /// The web UI served at `/`.
     pub ui: ui::UiFiles,
+    /// Sign-ins per client address.
+    pub login_budget: Arc<Budget<IpAddr>>,
+}
+
+impl GatewayState {
+    /// Spends one sign-in request of `ip`'s budget.
+    pub fn login_limit(&self, ip: IpAddr) -> Result<(), GatewayError> {
+        self.login_budget.spend(&ip).map_err(|wait| {
+            tracing::warn!(%ip, "sign-in rate limit exceeded");
+            GatewayError::RateLimited {
+                reason: "too many sign-in attempts from your address".to_owned(),
+                retry_after: wait.as_secs().max(1),
+            }
+        })
+    }
 }
 
 impl FromRef<GatewayState> for Arc<TokenVerifier> {
@@ -103,6 +120,10 @@ fn servers(settings: &Settings) -> anyhow::Result<Vec<ServerConfig>> {
             issuer: None,
             token_url: None,
         },
+        // maitred's own server: its annotations are ours, so they are believed.
+        trust_annotations: true,
+        read_only_tools: Vec::new(),
+        require_approval: Vec::new(),
     }])
 }
 
@@ -210,6 +231,7 @@ pub fn router(
         body_limit: settings.body_limit,
         metrics,
         ui: ui::UiFiles::new(settings.gateway_role.ui_dir.clone()),
+        login_budget: Arc::new(Budget::per_minute(settings.auth_rate_limit_per_minute)),
     };
     let api = Router::new()
         .route(&format!("{API_PREFIX}/stream/chat"), post(chat::ask))

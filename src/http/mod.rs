@@ -1,6 +1,7 @@
 //! HTTP plumbing every role shares: serving with graceful shutdown, the common
 //! middleware stack, health endpoints and the JSON body extractor.
 
+pub mod budget;
 pub mod client_ip;
 pub mod health;
 pub mod metrics;

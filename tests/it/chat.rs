@@ -7,6 +7,7 @@ use std::time::Duration;
 use maitred::scripted_llm::{Script, ToolCallSpec, Turn};
 use serde_json::{Value, json};
 
+use crate::browser::Browser;
 use crate::helpers::{Database, Llm, SseEvent, TestApp, answer};
 
 fn names(events: &[SseEvent]) -> Vec<&str> {
@@ -629,15 +630,19 @@ async fn bad_requests_are_refused_clearly() {
     app.stop().await;
 }
 
+/// A remembered approval covers the call the person saw, not the tool: a different
+/// booking slipped in later (say, by a prompt-injected tool result) asks again.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn a_remembered_approval_covers_the_same_tool_in_the_same_conversation() {
+async fn a_remembered_approval_covers_only_the_call_the_person_saw() {
     let date = open_day(5);
     let script = Script::new([
         Turn::tool_calls([booking_call("call_1", "First Fay", &date)]),
         Turn::text("Booked Fay."),
-        Turn::tool_calls([booking_call("call_2", "Second Sam", &date)]),
-        Turn::text("Booked Sam."),
-        Turn::tool_calls([booking_call("call_3", "Third Tess", &date)]),
+        Turn::tool_calls([booking_call("call_2", "Mallory Injected", &date)]),
+        Turn::text("Not booked."),
+        Turn::tool_calls([booking_call("call_3", "First Fay", &date)]),
+        Turn::text("Booked Fay again."),
+        Turn::tool_calls([booking_call("call_4", "Third Tess", &date)]),
         Turn::text("Booked Tess."),
     ]);
     let app = TestApp::spawn_chat(&Database::Sqlite, Llm::Scripted(script), |_| {}).await;
@@ -652,17 +657,51 @@ async fn a_remembered_approval_covers_the_same_tool_in_the_same_conversation() {
         .as_str()
         .unwrap()
         .to_owned();
+    // A day-long standing permission is more than the person can be offered.
+    let too_long = app
+        .gateway_post(
+            &format!("/api/v1/resos/chat/approvals/{id}"),
+            &token,
+            &json!({ "approve": true, "remember_minutes": 1440 }),
+        )
+        .await;
+    assert_eq!(too_long.status(), 400);
+    let approved = app
+        .gateway_post(
+            &format!("/api/v1/resos/chat/approvals/{id}"),
+            &token,
+            &json!({ "approve": true, "remember_minutes": 10 }),
+        )
+        .await;
+    assert_eq!(approved.status(), 200);
+    stream.rest().await;
+
+    // The same tool with other arguments, in the same conversation: asked again.
+    let mut stream = app
+        .ask(&token, "And for Mallory", Some(&conversation))
+        .await;
+    let asked = stream.until("approval_required").await;
+    assert_eq!(asked.last().unwrap().event, "approval_required");
+    assert_eq!(
+        asked.last().unwrap().data["arguments"]["guestName"],
+        "Mallory Injected"
+    );
+    let id = asked.last().unwrap().data["id"]
+        .as_str()
+        .unwrap()
+        .to_owned();
     app.gateway_post(
         &format!("/api/v1/resos/chat/approvals/{id}"),
         &token,
-        &json!({ "approve": true, "remember_minutes": 10 }),
+        &json!({ "approve": false }),
     )
     .await;
-    stream.rest().await;
+    let events = stream.rest().await;
+    assert_eq!(of(&events, "tool_result")[0].data["status"], "denied");
 
-    // The same conversation: no question asked.
+    // The very call the person approved: no question asked.
     let events = app
-        .ask(&token, "And for Sam", Some(&conversation))
+        .ask(&token, "Fay again, please", Some(&conversation))
         .await
         .rest()
         .await;
@@ -671,7 +710,7 @@ async fn a_remembered_approval_covers_the_same_tool_in_the_same_conversation() {
         "{:?}",
         names(&events)
     );
-    assert_eq!(of(&events, "tool_result")[0].data["status"], "ok");
+    assert_eq!(of(&events, "tool_result").len(), 1);
 
     // Another conversation asks again.
     let mut stream = app.ask(&token, "Book for Tess", None).await;
@@ -715,81 +754,35 @@ async fn a_browser_signs_in_through_the_gateway_and_chats_with_its_session() {
         .unwrap();
     assert_eq!(status["authenticated"], false);
 
-    let login = browser
-        .get(format!("{}/login?return_to=/chat", app.gateway_url))
-        .send()
-        .await
-        .unwrap();
-    assert_eq!(login.status(), 303);
-    let authorize = login.headers()["location"].to_str().unwrap().to_owned();
-    assert!(
-        authorize.starts_with(&format!("{}/oauth2/authorize?", app.url)),
-        "{authorize}"
-    );
-    assert!(
-        authorize.contains("client_id=maitred-web")
-            && authorize.contains("code_challenge_method=S256")
-    );
-    let page = browser
-        .get(&authorize)
-        .send()
-        .await
-        .unwrap()
-        .text()
-        .await
-        .unwrap();
-    let field = |name: &str| -> String {
-        let marker = format!("name=\"{name}\" value=\"");
-        let start = page.find(&marker).unwrap() + marker.len();
-        let end = page[start..].find('"').unwrap() + start;
-        page[start..end]
-            .replace("&#x2f;", "/")
-            .replace("&#47;", "/")
-            .replace("&amp;", "&")
-    };
-    let mut form: Vec<(String, String)> = [
-        "response_type",
-        "client_id",
-        "redirect_uri",
-        "scope",
-        "state",
-        "nonce",
-        "code_challenge",
-        "code_challenge_method",
-        "resource",
-    ]
-    .iter()
-    .map(|n| ((*n).to_owned(), field(n)))
-    .collect();
-    form.push(("csrf_token".into(), field("csrf_token")));
-    form.push(("username".into(), "user".into()));
-    form.push((
-        "password".into(),
-        app.credentials().users["user"].password.clone(),
-    ));
-    let signed_in = browser
-        .post(format!("{}/oauth2/authorize", app.url))
-        .header("origin", &app.url)
-        .form(&form)
-        .send()
-        .await
-        .unwrap();
-    assert_eq!(signed_in.status(), 303);
-    let callback = signed_in.headers()["location"].to_str().unwrap().to_owned();
-    assert!(
-        callback.starts_with(&format!("{}/login/callback?", app.gateway_url)),
-        "{callback}"
-    );
+    let callback = Browser {
+        http: browser.clone(),
+    }
+    .sign_in_until_callback(&app, "user", Some("/chat"))
+    .await;
     let landed = browser.get(&callback).send().await.unwrap();
     assert_eq!(landed.status(), 303);
     assert_eq!(landed.headers()["location"], "/chat");
-    let cookie = landed.headers()["set-cookie"].to_str().unwrap().to_owned();
+    let cookie = landed
+        .headers()
+        .get_all("set-cookie")
+        .iter()
+        .map(|c| c.to_str().unwrap().to_owned())
+        .find(|c| c.starts_with("maitred_session="))
+        .unwrap();
     assert!(
         cookie.contains("HttpOnly") && cookie.contains("SameSite=Lax"),
         "{cookie}"
     );
     // The sign-in link works once.
-    assert_eq!(browser.get(&callback).send().await.unwrap().status(), 400);
+    let again = browser.get(&callback).send().await.unwrap();
+    assert_eq!(again.status(), 400);
+    assert!(
+        again
+            .text()
+            .await
+            .unwrap()
+            .contains("Start the sign-in again")
+    );
 
     let status: Value = browser
         .get(format!("{}/api/auth/status", app.gateway_url))

@@ -3,6 +3,7 @@
 
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 
+mod browser;
 mod helpers;
 
 mod api;
@@ -16,6 +17,7 @@ mod observability;
 mod policy;
 mod proxy;
 mod restart;
+mod security_gateway;
 mod shutdown;
 mod streams;
 mod tokens;
