@@ -1,7 +1,9 @@
 //! Write tools wait for the user who asked: an approval is pending until that user
 //! answers, the request times out (denied), or the answer is cancelled. An approval
-//! "remembered" for some minutes lets the same tool run again in the same
-//! conversation without asking. Every request and decision is recorded.
+//! "remembered" for some minutes lets the very call the person saw (the same tool
+//! with the same arguments) run again in the same conversation without asking; any
+//! other arguments ask again, so a prompt-injected tool result cannot ride on it.
+//! Every request and decision is recorded.
 
 use std::collections::HashMap;
 use std::sync::Mutex;
@@ -15,14 +17,29 @@ use tokio_util::sync::CancellationToken;
 use crate::db::{Db, canonical, canonical_now};
 use crate::gateway::error::GatewayError;
 
-/// Longest an approval may be remembered: a day.
-const MAX_REMEMBER_MINUTES: u64 = 24 * 60;
+/// Longest an approval may be remembered: what the web UI offers, no more.
+pub const MAX_REMEMBER_MINUTES: u64 = 30;
 
 #[derive(Debug, Clone, Deserialize)]
 pub struct Decision {
     pub approve: bool,
     #[serde(default)]
     pub remember_minutes: Option<u64>,
+}
+
+impl Decision {
+    /// A remembered approval is a standing permission: it has a short, checked limit.
+    pub fn check(&self) -> Result<(), GatewayError> {
+        match self.remember_minutes {
+            Some(minutes) if minutes > MAX_REMEMBER_MINUTES => Err(GatewayError::InvalidRequest(
+                format!("remember_minutes must be between 0 and {MAX_REMEMBER_MINUTES}"),
+            )),
+            Some(minutes) if minutes > 0 && !self.approve => Err(GatewayError::InvalidRequest(
+                "remember_minutes goes only with \"approve\": true".to_owned(),
+            )),
+            _ => Ok(()),
+        }
+    }
 }
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -76,19 +93,24 @@ impl Approvals {
         self.lock().len()
     }
 
-    /// Whether an earlier approval still covers this tool in this conversation.
+    /// Whether an earlier approval, still remembered, was for this very call: the
+    /// same tool with the same arguments the person was shown, in this conversation.
     pub async fn remembered(&self, request: &Request<'_>) -> Result<bool, GatewayError> {
-        let found: Option<(String,)> = sqlx::query_as(
-            "SELECT id FROM approvals WHERE conversation_id = $1 AND server = $2 AND tool = $3 \
-             AND status = 'approved' AND remember_until > $4 LIMIT 1",
+        let approved: Vec<(String,)> = sqlx::query_as(
+            "SELECT arguments FROM approvals WHERE conversation_id = $1 AND owner = $2 \
+             AND server = $3 AND tool = $4 AND status = 'approved' AND remember_until > $5",
         )
         .bind(request.conversation)
+        .bind(request.owner)
         .bind(request.server)
         .bind(request.tool)
         .bind(canonical_now())
-        .fetch_optional(self.db.pool())
+        .fetch_all(self.db.pool())
         .await?;
-        Ok(found.is_some())
+        // Compared as JSON values, so key order and spacing do not matter.
+        Ok(approved.iter().any(|(arguments,)| {
+            serde_json::from_str::<Value>(arguments).is_ok_and(|seen| &seen == request.arguments)
+        }))
     }
 
     async fn record(

@@ -106,7 +106,7 @@ pub async fn ask(
     }
     let admission = state.limits.admit(&user.subject).inspect_err(|error| {
         if let GatewayError::RateLimited { reason, .. } = error {
-            tracing::info!(subject = %user.subject, %reason, "question refused");
+            tracing::info!(subject = ?user.subject, reason = ?reason, "question refused");
         }
         state.agent.metrics.refused("limited");
     })?;
@@ -152,7 +152,7 @@ pub async fn ask(
         fallback_from: None,
     });
     let response = stream(&generation, 0, state.agent.settings.sse_keepalive);
-    tracing::info!(%message_id, subject = %user.subject, "question received");
+    tracing::info!(%message_id, subject = ?user.subject, "question received");
     let agent = state.agent.clone();
     let generations = state.generations.clone();
     // The answer outlives the request, and its logs keep the request's trace.
@@ -226,6 +226,7 @@ pub async fn decide(
     request: Result<Json<Decision>, JsonRejection>,
 ) -> Result<Json<Value>, GatewayError> {
     let decision = body(request, state.body_limit)?;
+    decision.check()?;
     let status = if decision.approve {
         "approved"
     } else {
