@@ -41,7 +41,7 @@ use serde::Deserialize;
 use super::tools::config::{ServerConfig, check_servers, secret};
 use crate::config::LlmSettings;
 
-#[derive(Debug, Clone, Default, Deserialize)]
+#[derive(Debug, Clone, Deserialize)]
 #[serde(deny_unknown_fields)]
 pub struct GatewayFile {
     #[serde(default)]
@@ -52,8 +52,20 @@ pub struct GatewayFile {
     pub resilience: Resilience,
     #[serde(default)]
     pub limits: Limits,
-    #[serde(default)]
+    #[serde(default = "default_policy")]
     pub policy: BTreeMap<String, RolePolicy>,
+}
+
+/// With no `[policy]` at all, people with only the USER role may read but not change
+/// data; OPERATOR and ADMIN may change it, each change approved.
+fn default_policy() -> BTreeMap<String, RolePolicy> {
+    BTreeMap::from([(
+        "USER".to_owned(),
+        RolePolicy {
+            write_tools: false,
+            deny: Vec::new(),
+        },
+    )])
 }
 
 #[derive(Debug, Clone, Deserialize)]
@@ -149,6 +161,18 @@ impl Default for RolePolicy {
         Self {
             write_tools: true,
             deny: Vec::new(),
+        }
+    }
+}
+
+impl Default for GatewayFile {
+    fn default() -> Self {
+        Self {
+            mcp_servers: Vec::new(),
+            fallbacks: Vec::new(),
+            resilience: Resilience::default(),
+            limits: Limits::default(),
+            policy: default_policy(),
         }
     }
 }

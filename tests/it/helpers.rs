@@ -177,6 +177,9 @@ pub fn own_mcp_server(settings: &Settings, name: &str) -> ServerConfig {
             issuer: None,
             token_url: None,
         },
+        trust_annotations: true,
+        read_only_tools: Vec::new(),
+        require_approval: Vec::new(),
     }
 }
 

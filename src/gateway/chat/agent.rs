@@ -518,7 +518,7 @@ impl Agent {
                     .await;
             }
         };
-        if !tool.read_only {
+        if tool.needs_approval {
             let request = Request {
                 id: &id,
                 conversation: &generation.conversation_id,

@@ -7,6 +7,9 @@
 //! url = "https://mcp.example.com/mcp"
 //! read_only = false                    # true: write tools are never offered nor called
 //! timeout_secs = 30
+//! trust_annotations = false            # believe the server's readOnlyHint (maitred's own server: true)
+//! read_only_tools = ["list*", "get*"]  # tools the operator vouches change nothing
+//! require_approval = ["cancel*"]       # tools that always wait for the person's approval
 //! [mcp_servers.auth]
 //! type = "client_credentials"          # or "bearer" (token / token_env), or "none"
 //! client_id = "maitred-gateway"
@@ -34,6 +37,19 @@ pub struct ServerConfig {
     pub timeout_secs: f64,
     #[serde(default)]
     pub auth: AuthConfig,
+    /// Whether the server's own `readOnlyHint` decides that a tool changes nothing.
+    /// A third-party server could otherwise skip every approval by calling all its
+    /// tools read-only, so only servers the operator trusts get this.
+    #[serde(default)]
+    pub trust_annotations: bool,
+    /// Tool names (bare, `*` as a wildcard) the operator declares read-only, whatever
+    /// the server says: the operator's word comes before the server's.
+    #[serde(default)]
+    pub read_only_tools: Vec<String>,
+    /// Tool names (bare, `*` as a wildcard) that always wait for approval, read-only
+    /// or not.
+    #[serde(default)]
+    pub require_approval: Vec<String>,
 }
 
 #[derive(Debug, Clone, Default, Deserialize)]
@@ -71,6 +87,18 @@ impl ServerConfig {
         Duration::from_secs_f64(self.timeout_secs)
     }
 
+    /// Whether `tool` changes nothing: the operator's list first, then the server's
+    /// annotation if the server is trusted; otherwise it is treated as a write.
+    pub fn tool_is_read_only(&self, tool: &str, read_only_hint: Option<bool>) -> bool {
+        self.read_only_tools.iter().any(|p| wildcard(p, tool))
+            || (self.trust_annotations && read_only_hint == Some(true))
+    }
+
+    /// Whether a call of `tool` waits for the person's approval.
+    pub fn tool_needs_approval(&self, tool: &str, read_only: bool) -> bool {
+        !read_only || self.require_approval.iter().any(|p| wildcard(p, tool))
+    }
+
     fn check(&self) -> anyhow::Result<()> {
         let valid = !self.name.is_empty()
             && self.name.len() <= 24
@@ -94,6 +122,26 @@ impl ServerConfig {
         }
         Ok(())
     }
+}
+
+/// `*` matches any run of characters; everything else matches itself.
+pub fn wildcard(pattern: &str, name: &str) -> bool {
+    let mut parts = pattern.split('*');
+    let first = parts.next().unwrap_or_default();
+    let Some(mut rest) = name.strip_prefix(first) else {
+        return false;
+    };
+    let parts: Vec<&str> = parts.collect();
+    let Some((last, middle)) = parts.split_last() else {
+        return rest.is_empty();
+    };
+    for part in middle {
+        match rest.find(part) {
+            Some(at) => rest = &rest[at + part.len()..],
+            None => return false,
+        }
+    }
+    rest.len() >= last.len() && rest.ends_with(last)
 }
 
 /// Reads a secret that is given inline or named by an environment variable.

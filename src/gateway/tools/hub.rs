@@ -44,7 +44,10 @@ pub struct RegisteredTool {
     /// A short human name ("Look up customers").
     pub title: String,
     pub def: ToolDef,
+    /// Changes nothing, by the operator's word or a trusted server's annotation.
     pub read_only: bool,
+    /// Each call waits for the person's approval.
+    pub needs_approval: bool,
     validator: Option<jsonschema::Validator>,
 }
 
@@ -308,7 +311,7 @@ impl ToolHub {
             match listed {
                 Ok(tools) => catalogue.tools.extend(tools),
                 Err(reason) => {
-                    tracing::warn!(server = %server.config.name, %reason, "cannot list the MCP server's tools");
+                    tracing::warn!(server = %server.config.name, reason = ?reason, "cannot list the MCP server's tools");
                     server.forget_connection().await;
                     catalogue.tools.extend(
                         previous
@@ -345,11 +348,9 @@ impl ToolHub {
         Ok(tools
             .into_iter()
             .filter_map(|tool| {
-                let read_only = tool
-                    .annotations
-                    .as_ref()
-                    .and_then(|a| a.read_only_hint)
-                    .unwrap_or(false);
+                let hint = tool.annotations.as_ref().and_then(|a| a.read_only_hint);
+                let read_only = server.config.tool_is_read_only(&tool.name, hint);
+                let needs_approval = server.config.tool_needs_approval(&tool.name, read_only);
                 // A read-only server's write tools are never offered (nor called).
                 if server.config.read_only && !read_only {
                     return None;
@@ -357,7 +358,7 @@ impl ToolHub {
                 let input = Value::Object(tool.input_schema.as_ref().clone());
                 let validator = jsonschema::validator_for(&input)
                     .map_err(|error| {
-                        tracing::warn!(tool = %tool.name, %error, "unusable input schema; arguments go unchecked");
+                        tracing::warn!(tool = ?tool.name, %error, "unusable input schema; arguments go unchecked");
                     })
                     .ok();
                 let exposed = schema::exposed_name(&server.config.name, &tool.name);
@@ -379,6 +380,7 @@ impl ToolHub {
                     tool: tool.name.to_string(),
                     title,
                     read_only,
+                    needs_approval,
                     validator,
                 }))
             })
@@ -519,6 +521,7 @@ impl RegisteredTool {
                 read_only,
             },
             read_only,
+            needs_approval: !read_only,
             validator: None,
         }
     }

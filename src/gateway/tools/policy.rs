@@ -5,6 +5,7 @@
 
 use std::collections::BTreeMap;
 
+use super::config::wildcard as matches;
 use super::hub::RegisteredTool;
 use crate::gateway::config::RolePolicy;
 
@@ -71,26 +72,6 @@ impl Effective<'_> {
     pub fn allows(&self, tool: &RegisteredTool) -> bool {
         self.check(tool).is_ok()
     }
-}
-
-/// `*` matches any run of characters; everything else matches itself.
-fn matches(pattern: &str, name: &str) -> bool {
-    let mut parts = pattern.split('*');
-    let first = parts.next().unwrap_or_default();
-    let Some(mut rest) = name.strip_prefix(first) else {
-        return false;
-    };
-    let parts: Vec<&str> = parts.collect();
-    let Some((last, middle)) = parts.split_last() else {
-        return rest.is_empty();
-    };
-    for part in middle {
-        match rest.find(part) {
-            Some(at) => rest = &rest[at + part.len()..],
-            None => return false,
-        }
-    }
-    rest.len() >= last.len() && rest.ends_with(last)
 }
 
 #[cfg(test)]
