@@ -371,6 +371,27 @@ impl Settings {
                 );
             }
         }
+        if self.mode == Mode::Production {
+            let public = [
+                (
+                    "MAITRED_BACKEND_URL",
+                    Some(self.backend.public_url.as_str()),
+                ),
+                (
+                    "MAITRED_GATEWAY_URL",
+                    Some(self.gateway.public_url.as_str()),
+                ),
+                ("MAITRED_MCP_URL", Some(self.mcp.public_url.as_str())),
+                ("MAITRED_OIDC_ISSUER", self.external_issuer.as_deref()),
+            ];
+            for (name, url) in public {
+                if let Some(url) = url.filter(|u| !secure_or_loopback(u)) {
+                    bail!(
+                        "{name} is {url}: production mode needs https public URLs (over plain http, cookies lose Secure and tokens cross the network in the clear); only loopback may use http"
+                    );
+                }
+            }
+        }
         if self.body_limit < 1024 {
             bail!("MAITRED_BODY_LIMIT must be at least 1024 bytes");
         }
@@ -378,6 +399,20 @@ impl Settings {
             bail!("MAITRED_AUTH_RATE_LIMIT must be at least 1");
         }
         Ok(())
+    }
+}
+
+/// https, or http to this machine only (a TLS-terminating proxy on the same host).
+fn secure_or_loopback(url: &str) -> bool {
+    let Ok(url) = url::Url::parse(url) else {
+        return false;
+    };
+    match (url.scheme(), url.host()) {
+        ("https", _) => true,
+        ("http", Some(url::Host::Domain(host))) => host.eq_ignore_ascii_case("localhost"),
+        ("http", Some(url::Host::Ipv4(ip))) => ip.is_loopback(),
+        ("http", Some(url::Host::Ipv6(ip))) => ip.is_loopback(),
+        _ => false,
     }
 }
 
@@ -396,6 +431,40 @@ fn normalize_url(raw: &str) -> anyhow::Result<String> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn production_refuses_plain_http_public_urls_except_loopback() {
+        let mut settings =
+            Settings::local(PathBuf::from("data"), "sqlite::memory:".into(), 1, 2, 3);
+        settings.mode = Mode::Production;
+        settings.file.identity = toml::from_str(
+            r#"
+            [[users]]
+            username = "alice"
+            password_hash = "$argon2id$v=19$m=19456,t=2,p=1$c2FsdHNhbHQ$aGFzaA"
+            [[clients]]
+            id = "maitred-cli"
+            secret = "a-long-random-secret-1"
+            grants = ["client_credentials"]
+            scopes = ["chat.read"]
+            audiences = ["gateway"]
+            "#,
+        )
+        .unwrap();
+        assert!(settings.check().is_ok(), "{:?}", settings.check());
+        settings.gateway.public_url = "http://chat.example.com".into();
+        let refused = settings.check().unwrap_err().to_string();
+        assert!(refused.contains("MAITRED_GATEWAY_URL"), "{refused}");
+        settings.gateway.public_url = "https://chat.example.com".into();
+        assert!(settings.check().is_ok());
+        settings.external_issuer = Some("http://id.example.com".into());
+        assert!(settings.check().is_err());
+        settings.external_issuer = Some("http://[::1]:9000".into());
+        assert!(settings.check().is_ok());
+        settings.mode = Mode::Dev;
+        settings.external_issuer = Some("http://id.example.com".into());
+        assert!(settings.check().is_ok(), "dev mode takes plain http");
+    }
 
     #[test]
     fn public_urls_lose_their_trailing_slash() {
