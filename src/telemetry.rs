@@ -1,6 +1,11 @@
 //! Logging: human-readable text by default, one JSON object per line for log shippers.
+//!
+//! Log lines carry strings from outside (tool names, token subjects, model output in
+//! errors). Fields are logged with `?` where they come from outside, and, as a second
+//! line of defence, the text format's writer escapes every line break inside an event,
+//! so no string can start a forged log line. JSON escapes them by itself.
 
-use std::io::IsTerminal;
+use std::io::{self, IsTerminal, Write};
 
 use tracing_subscriber::EnvFilter;
 use tracing_subscriber::fmt;
@@ -15,14 +20,18 @@ pub fn init(format: LogFormat) {
     let filter =
         EnvFilter::try_from_default_env().unwrap_or_else(|_| EnvFilter::new(DEFAULT_FILTER));
     let registry = tracing_subscriber::registry().with(filter);
+    let ansi = io::stderr().is_terminal();
     // A second init (tests start many apps in one process) is harmless.
     let _ = match format {
         LogFormat::Text => registry
             .with(
                 fmt::layer()
                     .with_target(false)
-                    .with_ansi(std::io::stderr().is_terminal())
-                    .with_writer(std::io::stderr),
+                    .with_ansi(ansi)
+                    .with_writer(move || OneLine {
+                        out: io::stderr(),
+                        ansi,
+                    }),
             )
             .try_init(),
         LogFormat::Json => registry
@@ -36,4 +45,65 @@ pub fn init(format: LogFormat) {
             )
             .try_init(),
     };
+}
+
+/// Writes each event (one `write` call of the formatted event, ending in a newline) as
+/// exactly one line: line breaks and other control characters inside it are escaped.
+/// With `ansi`, ESC passes through: the formatter's colours need it.
+pub struct OneLine<W: Write> {
+    pub out: W,
+    pub ansi: bool,
+}
+
+impl<W: Write> Write for OneLine<W> {
+    fn write(&mut self, buf: &[u8]) -> io::Result<usize> {
+        let (body, end) = match buf.split_last() {
+            Some((b'\n', body)) => (body, &b"\n"[..]),
+            _ => (buf, &b""[..]),
+        };
+        let mut line = Vec::with_capacity(buf.len() + 8);
+        for &byte in body {
+            match byte {
+                b'\n' => line.extend_from_slice(b"\\n"),
+                b'\r' => line.extend_from_slice(b"\\r"),
+                b'\t' => line.push(byte),
+                0x1b if self.ansi => line.push(byte),
+                control if control < 0x20 || control == 0x7f => {
+                    line.extend_from_slice(format!("\\x{control:02x}").as_bytes());
+                }
+                other => line.push(other),
+            }
+        }
+        line.extend_from_slice(end);
+        self.out.write_all(&line)?;
+        Ok(buf.len())
+    }
+
+    fn flush(&mut self) -> io::Result<()> {
+        self.out.flush()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn through(event: &str) -> String {
+        let mut out = OneLine {
+            out: Vec::new(),
+            ansi: false,
+        };
+        out.write_all(event.as_bytes()).unwrap();
+        String::from_utf8(out.out).unwrap()
+    }
+
+    #[test]
+    fn a_line_break_inside_an_event_cannot_start_a_forged_line() {
+        let forged = "INFO tool call tool=x\n2026-11-24T00:00:00Z  INFO admin signed in\n";
+        let written = through(forged);
+        assert_eq!(written.lines().count(), 1, "{written}");
+        assert!(written.ends_with('\n'));
+        assert!(written.contains("x\\n2026"), "{written}");
+        assert_eq!(through("a\rb\u{7}c\u{1b}[2J\n"), "a\\rb\\x07c\\x1b[2J\n");
+    }
 }

@@ -54,7 +54,7 @@ pub fn wrap(router: Router, metrics: &Metrics, proxies: &TrustedProxies) -> Rout
                     tracing::info_span!(
                         "request",
                         method = %request.method(),
-                        path = %request.uri().path(),
+                        path = ?request.uri().path(),
                         request_id,
                         client_ip = client_ip.map(|ip| display(ip.0)),
                         trace_id = trace.map(|t| display(t.trace_id())),

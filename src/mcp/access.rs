@@ -174,7 +174,7 @@ pub async fn bind_sessions(
         && let Some(owner) = owners.owner(id)
         && owner != subject
     {
-        tracing::warn!(session = %id, %subject, "refused a session started by another subject");
+        tracing::warn!(session = ?id, subject = ?subject, "refused a session started by another subject");
         return McpHttpError::ForeignSession.into_response();
     }
     let ending = request.method() == axum::http::Method::DELETE;

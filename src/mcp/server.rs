@@ -187,10 +187,10 @@ impl ServerHandler for McpServer {
         let caller = principal(&ctx);
         span.in_scope(|| {
             tracing::info!(
-                tool = %name,
-                subject = caller.as_ref().map_or("local", |p| p.subject.as_str()),
-                client_id = caller.as_ref().and_then(|p| p.client_id.as_deref()),
-                end_user = ctx.meta.get(END_USER_META).and_then(serde_json::Value::as_str),
+                tool = ?name,
+                subject = ?caller.as_ref().map_or("local", |p| p.subject.as_str()),
+                client_id = ?caller.as_ref().and_then(|p| p.client_id.as_deref()),
+                end_user = ?ctx.meta.get(END_USER_META).and_then(serde_json::Value::as_str),
                 outcome = outcome.as_str(),
                 duration_ms = elapsed.as_millis() as u64,
                 "tool call"
@@ -228,7 +228,7 @@ impl McpServer {
             (Access::Token, None) => false,
         };
         if !allowed {
-            tracing::warn!(tool = %name, "tool call refused: missing scope {scope}");
+            tracing::warn!(tool = ?name, "tool call refused: missing scope {scope}");
             return (
                 Outcome::Refused,
                 Ok(CallToolResult::error(vec![ContentBlock::text(format!(

@@ -662,3 +662,44 @@ async fn roles_reach_the_issuer_at_its_internal_address() {
     client.cancel().await.unwrap();
     app.stop().await;
 }
+
+/// A tool name is the client's text: one with a line break in it must not write a
+/// second, forged line into the server's log.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_tool_name_cannot_forge_a_log_line() {
+    use rmcp::ServiceExt;
+    use rmcp::transport::TokioChildProcess;
+
+    let app = TestApp::spawn(&Database::Sqlite).await;
+    let log = app.data_dir().join("mcp-stdio.log");
+    let mut command = tokio::process::Command::new(env!("CARGO_BIN_EXE_maitred"));
+    command
+        .args(["mcp", "--stdio"])
+        .env_clear()
+        .env("PATH", std::env::var("PATH").unwrap_or_default())
+        .env("MAITRED_DATA_DIR", app.data_dir())
+        .env("MAITRED_BACKEND_URL", &app.url)
+        .env("RUST_LOG", "info");
+    let (process, _) = TokioChildProcess::builder(command)
+        .stderr(std::fs::File::create(&log).unwrap())
+        .spawn()
+        .unwrap();
+    let client = ().serve(process).await.expect("stdio server");
+    let forged = "getTables\n2026-11-24T00:00:00.000000Z  INFO FORGED admin approved everything";
+    let _ = client
+        .call_tool(CallToolRequestParams::new(forged.to_owned()))
+        .await;
+    client.cancel().await.unwrap();
+    let written = std::fs::read_to_string(&log).unwrap();
+    assert!(
+        written.contains("FORGED"),
+        "the call was logged at all: {written}"
+    );
+    for line in written.lines() {
+        assert!(
+            !line.trim_start().starts_with("2026-11-24T00:00:00.000000Z"),
+            "a forged line: {line:?}\n{written}"
+        );
+    }
+    app.stop().await;
+}
