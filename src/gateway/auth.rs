@@ -10,6 +10,7 @@ use subtle::ConstantTimeEq;
 
 use super::GatewayState;
 use super::error::GatewayError;
+use super::ids::Subject;
 use crate::auth::{AuthErrorKind, authenticate};
 
 pub const CSRF_HEADER: &str = "x-csrf-token";
@@ -23,7 +24,7 @@ pub enum Via {
 /// The person or client behind a chat request. `subject` owns conversations.
 #[derive(Debug, Clone)]
 pub struct ChatUser {
-    pub subject: String,
+    pub subject: Subject,
     pub name: Option<String>,
     pub email: Option<String>,
     pub roles: Vec<String>,
@@ -59,7 +60,7 @@ where
                     .into());
             }
             ChatUser {
-                subject: principal.subject,
+                subject: Subject::new(principal.subject),
                 name: principal.name,
                 email: principal.email,
                 roles: principal.roles,
@@ -87,7 +88,7 @@ where
             }
             ChatUser {
                 roles: session.roles(),
-                subject: session.subject,
+                subject: Subject::new(session.subject),
                 name: session.name,
                 email: session.email,
                 via: Via::Session,

@@ -191,10 +191,10 @@ async fn status(
             "authenticated": true,
             "csrf_token": session.csrf_token,
             "user": { "subject": session.subject, "name": session.name, "email": session.email, "roles": session.roles() },
-            "model": state.agent.models.primary(),
+            "model": state.answerer.models.primary(),
         }),
         None => {
-            json!({ "authenticated": false, "login_url": "/login", "model": state.agent.models.primary() })
+            json!({ "authenticated": false, "login_url": "/login", "model": state.answerer.models.primary() })
         }
     }))
 }

@@ -63,6 +63,12 @@ pub struct TokenKindLabels {
 }
 
 #[derive(Clone, Debug, Hash, PartialEq, Eq, EncodeLabelSet)]
+pub struct ErrorCodeLabels {
+    /// The `error` event's code: `model_*`, `storage` or `interrupted`.
+    pub code: &'static str,
+}
+
+#[derive(Clone, Debug, Hash, PartialEq, Eq, EncodeLabelSet)]
 pub struct RefusalLabels {
     /// `limited` (the person's rate or running answers) or `shutting_down`.
     pub reason: &'static str,
@@ -72,6 +78,7 @@ pub struct RefusalLabels {
 pub struct GatewayMetrics {
     pub generations_active: Gauge,
     pub generations: Family<FinishLabels, Counter>,
+    pub answer_errors: Family<ErrorCodeLabels, Counter>,
     pub viewers: Gauge,
     pub time_to_first_token: Histogram,
     pub tokens_streamed: Counter,
@@ -91,6 +98,7 @@ impl GatewayMetrics {
         let this = Self {
             generations_active: Gauge::default(),
             generations: Family::default(),
+            answer_errors: Family::default(),
             viewers: Gauge::default(),
             time_to_first_token: Histogram::new(TTFT_BUCKETS),
             tokens_streamed: Counter::default(),
@@ -113,6 +121,11 @@ impl GatewayMetrics {
             "gateway_generations",
             "Answers finished, by finish_reason (stop, cancelled, max_iterations, error)",
             this.generations.clone(),
+        );
+        metrics.register(
+            "gateway_answer_errors",
+            "Answers that ended with an error event, by its code (model_*, storage, interrupted)",
+            this.answer_errors.clone(),
         );
         metrics.register(
             "gateway_stream_viewers",

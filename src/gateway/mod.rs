@@ -1,10 +1,12 @@
 //! The gateway role: a person's question in, an LLM tool loop over MCP tools, the
 //! answer streamed back over SSE, with conversations, approvals and a browser login.
 
+pub mod answer;
 mod auth;
 pub mod chat;
 pub mod config;
 mod error;
+pub mod ids;
 pub mod llm;
 mod login;
 pub mod metrics;
@@ -34,7 +36,7 @@ use crate::http;
 use crate::http::budget::Budget;
 use crate::identity::dev::DevCredentials;
 use crate::metrics::Metrics;
-use chat::agent::Agent;
+use answer::Answerer;
 use chat::approvals::Approvals;
 use chat::generation::Generations;
 use chat::limits::UserLimits;
@@ -50,7 +52,9 @@ use tools::policy::ToolPolicy;
 
 #[derive(Clone)]
 pub struct GatewayState {
-    pub agent: Arc<Agent>,
+    pub answerer: Arc<Answerer>,
+    pub store: Store,
+    pub approvals: Arc<Approvals>,
     pub generations: Generations,
     pub limits: Arc<UserLimits>,
     pub sessions: Arc<Sessions>,
@@ -61,6 +65,9 @@ pub struct GatewayState {
     pub body_limit: usize,
     /// The gateway's registry, served at `/metrics`; gateway series register on it.
     pub metrics: Metrics,
+    pub gateway_metrics: GatewayMetrics,
+    /// Question limits, history budget and stream timings.
+    pub settings: Arc<crate::config::GatewaySettings>,
     /// The web UI served at `/`.
     pub ui: ui::UiFiles,
     /// Sign-ins per client address.
@@ -192,14 +199,19 @@ pub fn router(
             fallback,
         )));
     }
-    let agent = Arc::new(Agent {
+    let gateway = &settings.gateway_role;
+    let answerer = Arc::new(Answerer {
         models: ModelRouter::new(models, file.resilience.clone()),
         policy: ToolPolicy::new(file.policy.clone()),
-        metrics: gateway_metrics.clone(),
         tools: hub,
-        store,
-        approvals,
-        settings: settings.gateway_role.clone(),
+        approvals: approvals.clone(),
+        limits: answer::Limits {
+            max_iterations: gateway.max_iterations,
+            tool_calls_per_question: file.limits.tool_calls_per_question,
+            tool_output_cap: gateway.tool_output_cap,
+            system_prompt: gateway.system_prompt.clone(),
+        },
+        metrics: gateway_metrics.clone(),
     });
     let sessions = Arc::new(Sessions::new(
         db.clone(),
@@ -221,7 +233,9 @@ pub fn router(
         }
     });
     let state = GatewayState {
-        agent,
+        answerer,
+        store,
+        approvals,
         generations,
         limits: Arc::new(UserLimits::new(&file.limits)),
         sessions,
@@ -230,6 +244,8 @@ pub fn router(
         tasks,
         body_limit: settings.body_limit,
         metrics,
+        gateway_metrics,
+        settings: Arc::new(settings.gateway_role.clone()),
         ui: ui::UiFiles::new(settings.gateway_role.ui_dir.clone()),
         login_budget: Arc::new(Budget::per_minute(settings.auth_rate_limit_per_minute)),
     };

@@ -147,7 +147,7 @@ async fn sigterm_finishes_short_answers_interrupts_long_ones_and_loses_nothing()
         .await
         .unwrap();
     let stored: Vec<(String, String)> = sqlx::query_as(
-        "SELECT status, content FROM chat_messages WHERE role = 'assistant' ORDER BY created_at",
+        "SELECT status, content FROM chat_messages WHERE role = 'assistant' ORDER BY content",
     )
     .fetch_all(db.pool())
     .await

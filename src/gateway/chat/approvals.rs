@@ -9,13 +9,16 @@ use std::collections::HashMap;
 use std::sync::Mutex;
 use std::time::Duration;
 
+use async_trait::async_trait;
 use serde::Deserialize;
 use serde_json::Value;
 use tokio::sync::oneshot;
 use tokio_util::sync::CancellationToken;
 
 use crate::db::{Db, canonical, canonical_now};
+use crate::gateway::answer::ports::{ApprovalRequest, Approver, StoreResult, Verdict};
 use crate::gateway::error::GatewayError;
+use crate::gateway::ids::{Subject, ToolCallId};
 
 /// Longest an approval may be remembered: what the web UI offers, no more.
 pub const MAX_REMEMBER_MINUTES: u64 = 30;
@@ -42,34 +45,18 @@ impl Decision {
     }
 }
 
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum Outcome {
-    Approved,
-    Remembered,
-    Denied,
-    Expired,
-    Cancelled,
-}
-
+/// An approval waiting for its owner: the sender is taken by the decision, the
+/// receiver by the call that waits.
 struct Pending {
-    owner: String,
-    answer: oneshot::Sender<Decision>,
+    owner: Subject,
+    answer: Option<oneshot::Sender<Decision>>,
+    decision: Option<oneshot::Receiver<Decision>>,
 }
 
 pub struct Approvals {
     db: Db,
     timeout: Duration,
-    pending: Mutex<HashMap<String, Pending>>,
-}
-
-/// What is being approved.
-pub struct Request<'a> {
-    pub id: &'a str,
-    pub conversation: &'a str,
-    pub owner: &'a str,
-    pub server: &'a str,
-    pub tool: &'a str,
-    pub arguments: &'a Value,
+    pending: Mutex<HashMap<ToolCallId, Pending>>,
 }
 
 impl Approvals {
@@ -81,51 +68,27 @@ impl Approvals {
         }
     }
 
-    fn lock(&self) -> std::sync::MutexGuard<'_, HashMap<String, Pending>> {
+    fn lock(&self) -> std::sync::MutexGuard<'_, HashMap<ToolCallId, Pending>> {
         self.pending.lock().unwrap_or_else(|p| p.into_inner())
-    }
-
-    pub fn expires_at(&self) -> String {
-        canonical(chrono::Utc::now() + self.timeout)
     }
 
     pub fn waiting(&self) -> usize {
         self.lock().len()
     }
 
-    /// Whether an earlier approval, still remembered, was for this very call: the
-    /// same tool with the same arguments the person was shown, in this conversation.
-    pub async fn remembered(&self, request: &Request<'_>) -> Result<bool, GatewayError> {
-        let approved: Vec<(String,)> = sqlx::query_as(
-            "SELECT arguments FROM approvals WHERE conversation_id = $1 AND owner = $2 \
-             AND server = $3 AND tool = $4 AND status = 'approved' AND remember_until > $5",
-        )
-        .bind(request.conversation)
-        .bind(request.owner)
-        .bind(request.server)
-        .bind(request.tool)
-        .bind(canonical_now())
-        .fetch_all(self.db.pool())
-        .await?;
-        // Compared as JSON values, so key order and spacing do not matter.
-        Ok(approved.iter().any(|(arguments,)| {
-            serde_json::from_str::<Value>(arguments).is_ok_and(|seen| &seen == request.arguments)
-        }))
-    }
-
     async fn record(
         &self,
-        request: &Request<'_>,
+        request: &ApprovalRequest<'_>,
         status: &str,
         expires_at: &str,
-    ) -> Result<(), GatewayError> {
+    ) -> Result<(), sqlx::Error> {
         sqlx::query(
             "INSERT INTO approvals (id, conversation_id, owner, server, tool, arguments, status, created_at, expires_at) \
              VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9)",
         )
         .bind(request.id)
-        .bind(request.conversation)
-        .bind(request.owner)
+        .bind(&request.answer.conversation)
+        .bind(&request.answer.owner)
         .bind(request.server)
         .bind(request.tool)
         .bind(request.arguments.to_string())
@@ -137,69 +100,12 @@ impl Approvals {
         Ok(())
     }
 
-    /// Records that a remembered approval let a call through.
-    pub async fn record_remembered(&self, request: &Request<'_>) -> Result<(), GatewayError> {
-        self.record(request, "remembered", &canonical_now()).await
-    }
-
-    /// Records the request and starts listening for the owner's answer; only then
-    /// may the request be shown, or a quick answer would find nothing waiting.
-    pub async fn open(
-        &self,
-        request: &Request<'_>,
-        expires_at: &str,
-    ) -> Result<oneshot::Receiver<Decision>, GatewayError> {
-        self.record(request, "pending", expires_at).await?;
-        let (answer, decision) = oneshot::channel();
-        self.lock().insert(
-            request.id.to_owned(),
-            Pending {
-                owner: request.owner.to_owned(),
-                answer,
-            },
-        );
-        Ok(decision)
-    }
-
-    /// Waits for the owner's decision, the timeout, or cancellation.
-    pub async fn wait(
-        &self,
-        request: &Request<'_>,
-        decision: oneshot::Receiver<Decision>,
-        cancel: &CancellationToken,
-    ) -> Result<Outcome, GatewayError> {
-        let decided = tokio::select! {
-            decision = decision => decision.ok(),
-            () = tokio::time::sleep(self.timeout) => None,
-            () = cancel.cancelled() => {
-                self.lock().remove(request.id);
-                self.close(request.id, "cancelled", None).await?;
-                return Ok(Outcome::Cancelled);
-            }
-        };
-        self.lock().remove(request.id);
-        let Some(decision) = decided else {
-            self.close(request.id, "expired", None).await?;
-            return Ok(Outcome::Expired);
-        };
-        if !decision.approve {
-            self.close(request.id, "denied", None).await?;
-            return Ok(Outcome::Denied);
-        }
-        let remember_until = decision.remember_minutes.filter(|m| *m > 0).map(|m| {
-            canonical(chrono::Utc::now() + Duration::from_secs(m.min(MAX_REMEMBER_MINUTES) * 60))
-        });
-        self.close(request.id, "approved", remember_until.as_deref())
-            .await?;
-        Ok(Outcome::Approved)
-    }
-
     async fn close(
         &self,
-        id: &str,
+        id: &ToolCallId,
         status: &str,
         remember_until: Option<&str>,
-    ) -> Result<(), GatewayError> {
+    ) -> Result<(), sqlx::Error> {
         sqlx::query(
             "UPDATE approvals SET status = $1, remember_until = $2, decided_at = $3 WHERE id = $4",
         )
@@ -215,26 +121,100 @@ impl Approvals {
     /// The owner's answer. Anyone else, and any approval no longer waiting, is a 404.
     pub async fn decide(
         &self,
-        id: &str,
-        owner: &str,
+        id: &ToolCallId,
+        owner: &Subject,
         decision: Decision,
     ) -> Result<(), GatewayError> {
-        let pending = {
-            let mut pending = self.lock();
-            match pending.get(id) {
-                Some(p) if p.owner == owner => pending.remove(id),
-                _ => None,
-            }
+        let answer = match self.lock().get_mut(id) {
+            Some(pending) if &pending.owner == owner => pending.answer.take(),
+            _ => None,
         };
-        let pending = pending.ok_or_else(|| GatewayError::not_found("approval", id))?;
+        let answer = answer.ok_or_else(|| GatewayError::not_found("approval", id.as_str()))?;
         sqlx::query("UPDATE approvals SET decided_by = $1 WHERE id = $2")
             .bind(owner)
             .bind(id)
             .execute(self.db.pool())
             .await?;
-        pending
-            .answer
+        answer
             .send(decision)
-            .map_err(|_| GatewayError::not_found("approval", id))
+            .map_err(|_| GatewayError::not_found("approval", id.as_str()))
+    }
+}
+
+#[async_trait]
+impl Approver for Approvals {
+    async fn remembered(&self, request: &ApprovalRequest<'_>) -> StoreResult<bool> {
+        let approved: Vec<(String,)> = sqlx::query_as(
+            "SELECT arguments FROM approvals WHERE conversation_id = $1 AND owner = $2 \
+             AND server = $3 AND tool = $4 AND status = 'approved' AND remember_until > $5",
+        )
+        .bind(&request.answer.conversation)
+        .bind(&request.answer.owner)
+        .bind(request.server)
+        .bind(request.tool)
+        .bind(canonical_now())
+        .fetch_all(self.db.pool())
+        .await?;
+        // Compared as JSON values, so key order and spacing do not matter.
+        let covered = approved.iter().any(|(arguments,)| {
+            serde_json::from_str::<Value>(arguments).is_ok_and(|seen| &seen == request.arguments)
+        });
+        if covered {
+            self.record(request, "remembered", &canonical_now()).await?;
+        }
+        Ok(covered)
+    }
+
+    async fn open(&self, request: &ApprovalRequest<'_>) -> StoreResult<String> {
+        let expires_at = canonical(chrono::Utc::now() + self.timeout);
+        self.record(request, "pending", &expires_at).await?;
+        let (answer, decision) = oneshot::channel();
+        self.lock().insert(
+            request.id.clone(),
+            Pending {
+                owner: request.answer.owner.clone(),
+                answer: Some(answer),
+                decision: Some(decision),
+            },
+        );
+        Ok(expires_at)
+    }
+
+    async fn wait(
+        &self,
+        request: &ApprovalRequest<'_>,
+        cancel: &CancellationToken,
+    ) -> StoreResult<Verdict> {
+        let decision = self
+            .lock()
+            .get_mut(request.id)
+            .and_then(|pending| pending.decision.take());
+        let Some(decision) = decision else {
+            return Ok(Verdict::Cancelled);
+        };
+        let decided = tokio::select! {
+            decision = decision => decision.ok(),
+            () = tokio::time::sleep(self.timeout) => None,
+            () = cancel.cancelled() => {
+                self.lock().remove(request.id);
+                self.close(request.id, "cancelled", None).await?;
+                return Ok(Verdict::Cancelled);
+            }
+        };
+        self.lock().remove(request.id);
+        let Some(decision) = decided else {
+            self.close(request.id, "expired", None).await?;
+            return Ok(Verdict::Expired);
+        };
+        if !decision.approve {
+            self.close(request.id, "denied", None).await?;
+            return Ok(Verdict::Denied);
+        }
+        let remember_until = decision.remember_minutes.filter(|m| *m > 0).map(|m| {
+            canonical(chrono::Utc::now() + Duration::from_secs(m.min(MAX_REMEMBER_MINUTES) * 60))
+        });
+        self.close(request.id, "approved", remember_until.as_deref())
+            .await?;
+        Ok(Verdict::Approved)
     }
 }

@@ -6,6 +6,8 @@ use axum::response::sse::Event;
 use serde::Serialize;
 use serde_json::Value;
 
+use crate::gateway::ids::{ConversationId, MessageId, ToolCallId};
+
 #[derive(Debug, Clone, PartialEq, Serialize)]
 #[serde(rename_all = "snake_case")]
 pub enum ToolStatus {
@@ -28,8 +30,8 @@ pub enum Finish {
 #[serde(untagged)]
 pub enum ChatEvent {
     Meta {
-        conversation_id: String,
-        message_id: String,
+        conversation_id: ConversationId,
+        message_id: MessageId,
         model: String,
         /// Set on a later `meta` when the model changed: the one that could not answer.
         #[serde(skip_serializing_if = "Option::is_none")]
@@ -39,14 +41,14 @@ pub enum ChatEvent {
         text: String,
     },
     ToolCall {
-        id: String,
+        id: ToolCallId,
         server: String,
         tool: String,
         title: String,
         arguments: Value,
     },
     ApprovalRequired {
-        id: String,
+        id: ToolCallId,
         server: String,
         tool: String,
         title: String,
@@ -54,7 +56,7 @@ pub enum ChatEvent {
         expires_at: String,
     },
     ToolResult {
-        id: String,
+        id: ToolCallId,
         status: ToolStatus,
         duration_ms: u64,
         summary: String,

@@ -7,23 +7,26 @@
 use std::collections::HashMap;
 use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex};
-use std::time::{Duration, Instant};
+use std::time::Duration;
 
+use async_trait::async_trait;
 use futures::Stream;
 use tokio::sync::watch;
 use tokio_util::sync::CancellationToken;
 
-use super::events::{ChatEvent, Finish};
+use super::events::ChatEvent;
 use super::limits::Admission;
-use crate::gateway::metrics::{FinishLabels, GatewayMetrics, TokenKindLabels};
+use crate::gateway::answer::ports::{EventSink, StoreResult};
+use crate::gateway::ids::{ConversationId, MessageId, Subject};
+use crate::gateway::metrics::GatewayMetrics;
 
 /// How long a finished generation's events stay available for late viewers.
 const RETENTION: Duration = Duration::from_secs(60);
 
 pub struct Generation {
-    pub id: String,
-    pub owner: String,
-    pub conversation_id: String,
+    pub id: MessageId,
+    pub owner: Subject,
+    pub conversation_id: ConversationId,
     pub cancel: CancellationToken,
     events: Mutex<Vec<ChatEvent>>,
     /// The number of events so far; viewers wait on it.
@@ -34,8 +37,6 @@ pub struct Generation {
     interrupted: AtomicBool,
     /// Counts against the owner's limit of running answers until `done`.
     admission: Mutex<Option<Admission>>,
-    started: Instant,
-    first_token: AtomicBool,
     metrics: GatewayMetrics,
     grace: Duration,
 }
@@ -43,7 +44,6 @@ pub struct Generation {
 impl Generation {
     /// Appends an event; returns its sequence number (1-based).
     pub fn emit(&self, event: ChatEvent) -> u64 {
-        self.count(&event);
         let done = event.is_done();
         let seq = {
             let mut events = self.lock();
@@ -60,45 +60,6 @@ impl Generation {
         }
         self.latest.send_replace(seq);
         seq
-    }
-
-    fn count(&self, event: &ChatEvent) {
-        match event {
-            ChatEvent::Token { .. } => {
-                self.metrics.tokens_streamed.inc();
-                if !self.first_token.swap(true, Ordering::SeqCst) {
-                    self.metrics
-                        .time_to_first_token
-                        .observe(self.started.elapsed().as_secs_f64());
-                }
-            }
-            ChatEvent::Usage {
-                prompt_tokens,
-                completion_tokens,
-                ..
-            } => {
-                for (kind, n) in [("prompt", prompt_tokens), ("completion", completion_tokens)] {
-                    self.metrics
-                        .usage_tokens
-                        .get_or_create(&TokenKindLabels { kind })
-                        .inc_by(*n);
-                }
-            }
-            ChatEvent::Done { finish_reason } if !self.is_finished() => {
-                self.metrics.generations_active.dec();
-                let finish_reason = match finish_reason {
-                    Finish::Stop => "stop",
-                    Finish::Cancelled => "cancelled",
-                    Finish::MaxIterations => "max_iterations",
-                    Finish::Error => "error",
-                };
-                self.metrics
-                    .generations
-                    .get_or_create(&FinishLabels { finish_reason })
-                    .inc();
-            }
-            _ => {}
-        }
     }
 
     /// Stops the generation because the server is going down.
@@ -155,6 +116,21 @@ impl Generation {
     }
 }
 
+#[async_trait]
+impl EventSink for Generation {
+    async fn publish(&self, event: ChatEvent) -> StoreResult<u64> {
+        Ok(self.emit(event))
+    }
+
+    fn cancelled(&self) -> CancellationToken {
+        self.cancel.clone()
+    }
+
+    fn interrupted(&self) -> bool {
+        self.is_interrupted()
+    }
+}
+
 /// One watching connection; when the last one goes, the grace period starts.
 struct Viewer(Arc<Generation>);
 
@@ -179,7 +155,7 @@ impl Drop for Viewer {
 /// The generations of this process, by message id.
 #[derive(Clone)]
 pub struct Generations {
-    running: Arc<Mutex<HashMap<String, Arc<Generation>>>>,
+    running: Arc<Mutex<HashMap<MessageId, Arc<Generation>>>>,
     metrics: GatewayMetrics,
 }
 
@@ -193,9 +169,9 @@ impl Generations {
 
     pub fn start(
         &self,
-        id: String,
-        owner: String,
-        conversation_id: String,
+        id: MessageId,
+        owner: Subject,
+        conversation_id: ConversationId,
         grace: Duration,
         admission: Option<Admission>,
     ) -> Arc<Generation> {
@@ -212,20 +188,17 @@ impl Generations {
             finished: AtomicBool::new(false),
             interrupted: AtomicBool::new(false),
             admission: Mutex::new(admission),
-            started: Instant::now(),
-            first_token: AtomicBool::new(false),
             metrics: self.metrics.clone(),
             grace,
         });
-        self.metrics.generations_active.inc();
         self.lock().insert(id, generation.clone());
         generation
     }
 
     /// Keeps a finished generation's events a while for late viewers, then drops them.
-    pub fn retire(&self, id: &str) {
+    pub fn retire(&self, id: &MessageId) {
         let running = self.running.clone();
-        let id = id.to_owned();
+        let id = id.clone();
         tokio::spawn(async move {
             tokio::time::sleep(RETENTION).await;
             running
@@ -235,7 +208,7 @@ impl Generations {
         });
     }
 
-    pub fn get(&self, id: &str) -> Option<Arc<Generation>> {
+    pub fn get(&self, id: &MessageId) -> Option<Arc<Generation>> {
         self.lock().get(id).cloned()
     }
 
@@ -280,7 +253,7 @@ impl Generations {
         }
     }
 
-    fn lock(&self) -> std::sync::MutexGuard<'_, HashMap<String, Arc<Generation>>> {
+    fn lock(&self) -> std::sync::MutexGuard<'_, HashMap<MessageId, Arc<Generation>>> {
         self.running.lock().unwrap_or_else(|p| p.into_inner())
     }
 }
@@ -301,9 +274,9 @@ mod tests {
         let generations =
             Generations::new(GatewayMetrics::register(&crate::metrics::Metrics::new()));
         let generation = generations.start(
-            "m".into(),
-            "u".into(),
-            "c".into(),
+            MessageId::new(),
+            Subject::new("u"),
+            ConversationId::new(),
             Duration::from_secs(30),
             None,
         );
@@ -327,9 +300,9 @@ mod tests {
         let generations =
             Generations::new(GatewayMetrics::register(&crate::metrics::Metrics::new()));
         let generation = generations.start(
-            "m".into(),
-            "u".into(),
-            "c".into(),
+            MessageId::new(),
+            Subject::new("u"),
+            ConversationId::new(),
             Duration::from_millis(50),
             None,
         );

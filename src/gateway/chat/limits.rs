@@ -10,6 +10,7 @@ use governor::{DefaultKeyedRateLimiter, Quota, RateLimiter};
 
 use crate::gateway::config::Limits;
 use crate::gateway::error::GatewayError;
+use crate::gateway::ids::Subject;
 
 /// Past this many tracked people, idle ones are forgotten.
 const MAX_TRACKED: usize = 10_000;
@@ -39,7 +40,8 @@ impl UserLimits {
     }
 
     /// Admits one more question from `owner`, or says when to come back.
-    pub fn admit(&self, owner: &str) -> Result<Admission, GatewayError> {
+    pub fn admit(&self, owner: &Subject) -> Result<Admission, GatewayError> {
+        let owner = owner.as_str();
         let mut running = self.running.lock().unwrap_or_else(|p| p.into_inner());
         let now = running.get(owner).copied().unwrap_or(0);
         // Checked first, so a refused question does not spend the per-minute budget.
@@ -99,27 +101,27 @@ mod tests {
     #[test]
     fn running_answers_are_counted_per_person_until_they_end() {
         let limits = limits(0, 2);
-        let a = limits.admit("ann").unwrap();
-        let _b = limits.admit("ann").unwrap();
-        let refused = limits.admit("ann").err().unwrap();
+        let a = limits.admit(&Subject::new("ann")).unwrap();
+        let _b = limits.admit(&Subject::new("ann")).unwrap();
+        let refused = limits.admit(&Subject::new("ann")).err().unwrap();
         assert!(matches!(
             refused,
             GatewayError::RateLimited { retry_after: 5, .. }
         ));
         assert!(
-            limits.admit("bob").is_ok(),
+            limits.admit(&Subject::new("bob")).is_ok(),
             "another person is not affected"
         );
         drop(a);
-        assert!(limits.admit("ann").is_ok());
+        assert!(limits.admit(&Subject::new("ann")).is_ok());
     }
 
     #[test]
     fn questions_past_the_per_minute_budget_are_refused_with_a_wait() {
         let limits = limits(2, 10);
-        drop(limits.admit("ann").unwrap());
-        drop(limits.admit("ann").unwrap());
-        match limits.admit("ann") {
+        drop(limits.admit(&Subject::new("ann")).unwrap());
+        drop(limits.admit(&Subject::new("ann")).unwrap());
+        match limits.admit(&Subject::new("ann")) {
             Err(GatewayError::RateLimited {
                 retry_after,
                 reason,
@@ -129,6 +131,6 @@ mod tests {
             }
             _ => panic!("the third question in a minute must be refused"),
         }
-        assert!(limits.admit("bob").is_ok());
+        assert!(limits.admit(&Subject::new("bob")).is_ok());
     }
 }

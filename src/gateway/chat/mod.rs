@@ -1,16 +1,15 @@
 //! The chat API: ask (a new generation, streamed as SSE), watch again (resume),
 //! cancel, approve, and the conversations.
 
-pub mod agent;
 pub mod approvals;
-mod assemble;
 pub mod events;
 pub mod generation;
 pub mod limits;
-mod present;
 pub mod store;
+mod views;
 
 use std::convert::Infallible;
+use std::sync::Arc;
 use std::time::Duration;
 
 use axum::Json;
@@ -21,23 +20,31 @@ use axum::response::sse::{Event, KeepAlive, Sse};
 use axum::response::{IntoResponse, Response};
 use futures::{Stream, StreamExt};
 use serde::Deserialize;
-use serde_json::{Value, json};
 
 use tracing::Instrument;
 
 use super::GatewayState;
+use super::answer::ports::AnswerRef;
+use super::answer::{Answer, Recorder};
 use super::auth::ChatUser;
 use super::error::GatewayError;
+use super::ids::{ConversationId, MessageId, ToolCallId};
 use crate::trace_context::TraceContext;
 use approvals::Decision;
-use events::ChatEvent;
 use generation::Generation;
-use store::NewMessage;
+use views::{Cancelled, ConversationView, Decided};
 
 #[derive(Debug, Deserialize)]
 pub struct Question {
     pub question: String,
     pub conversation_id: Option<String>,
+}
+
+/// An id from the URL: one that is not well formed names nothing of ours, so it is
+/// the same 404 as an unknown one.
+fn parse_id<T: std::str::FromStr>(what: &'static str, text: &str) -> Result<T, GatewayError> {
+    text.parse()
+        .map_err(|_| GatewayError::not_found(what, text))
 }
 
 /// JSON bodies whose rejections are the gateway's envelope.
@@ -91,8 +98,9 @@ pub async fn ask(
     trace: TraceContext,
     request: Result<Json<Question>, JsonRejection>,
 ) -> Result<Response, GatewayError> {
+    let arrived = std::time::Instant::now();
     if state.shutdown.is_cancelled() {
-        state.agent.metrics.refused("shutting_down");
+        state.gateway_metrics.refused("shutting_down");
         return Err(GatewayError::ShuttingDown);
     }
     let question = body(request, state.body_limit)?;
@@ -100,60 +108,61 @@ pub async fn ask(
     if text.is_empty() {
         return Err(GatewayError::InvalidRequest("the question is empty".into()));
     }
-    let limit = state.agent.settings.question_limit;
+    let limit = state.settings.question_limit;
     if text.chars().count() > limit {
         return Err(GatewayError::QuestionTooLong { limit });
     }
+    let continued: Option<ConversationId> = question
+        .conversation_id
+        .as_deref()
+        .map(|id| parse_id("conversation", id))
+        .transpose()?;
     let admission = state.limits.admit(&user.subject).inspect_err(|error| {
         if let GatewayError::RateLimited { reason, .. } = error {
             tracing::info!(subject = ?user.subject, reason = ?reason, "question refused");
         }
-        state.agent.metrics.refused("limited");
+        state.gateway_metrics.refused("limited");
     })?;
-    let store = &state.agent.store;
-    let conversation = store
-        .open(&user.subject, question.conversation_id.as_deref(), &text)
-        .await?;
+    let store = &state.store;
+    let conversation = store.open(&user.subject, continued.as_ref(), &text).await?;
     // A new conversation has no history: one query less before the first token.
-    let history = match question.conversation_id {
+    let history = match continued {
         Some(_) => {
             store
-                .history(&conversation, state.agent.settings.context_budget)
+                .history(&conversation, state.settings.context_budget)
                 .await?
         }
         None => Vec::new(),
     };
-    let message_id = format!("gen_{}", uuid::Uuid::now_v7().simple());
+    let message_id = MessageId::new();
     store
-        .append(
-            &conversation,
-            NewMessage {
-                generation_id: Some(&message_id),
-                role: "user",
-                content: Some(&text),
-                tool_calls: &[],
-                tool_call_id: None,
-                status: "complete",
-                model: None,
-            },
-        )
+        .save_question(&conversation, &message_id, &text)
         .await?;
     let generation = state.generations.start(
         message_id.clone(),
         user.subject.clone(),
         conversation.clone(),
-        state.agent.settings.stream_grace,
+        state.settings.stream_grace,
         Some(admission),
     );
-    generation.emit(ChatEvent::Meta {
-        conversation_id: conversation,
-        message_id: message_id.clone(),
-        model: state.agent.models.primary().to_owned(),
-        fallback_from: None,
-    });
-    let response = stream(&generation, 0, state.agent.settings.sse_keepalive);
+    let recorder = Recorder::new(
+        AnswerRef {
+            message: message_id.clone(),
+            conversation,
+            owner: user.subject.clone(),
+        },
+        generation.clone(),
+        Arc::new(state.store.clone()),
+        state.gateway_metrics.clone(),
+        arrived,
+    );
+    recorder
+        .meta(state.answerer.models.primary(), None)
+        .await
+        .map_err(|e| GatewayError::Internal(e.0))?;
+    let response = stream(&generation, 0, state.settings.sse_keepalive);
     tracing::info!(%message_id, subject = ?user.subject, "question received");
-    let agent = state.agent.clone();
+    let answerer = state.answerer.clone();
     let generations = state.generations.clone();
     // The answer outlives the request, and its logs keep the request's trace.
     let span = tracing::info_span!(
@@ -163,7 +172,12 @@ pub async fn ask(
     );
     state.tasks.spawn(
         async move {
-            agent.run(&generation, &user, history, text, trace).await;
+            let answer = Answer {
+                recorder: &recorder,
+                user: &user,
+                trace,
+            };
+            answerer.run(&answer, history, text).await;
             generations.retire(&generation.id);
         }
         .instrument(span),
@@ -184,21 +198,18 @@ pub async fn resume(
         .and_then(|v| v.to_str().ok())
         .and_then(|v| v.trim().parse().ok())
         .unwrap_or(0);
-    Ok(stream(
-        &generation,
-        last_seen,
-        state.agent.settings.sse_keepalive,
-    ))
+    Ok(stream(&generation, last_seen, state.settings.sse_keepalive))
 }
 
 fn owned(
     state: &GatewayState,
     user: &ChatUser,
     message_id: &str,
-) -> Result<std::sync::Arc<Generation>, GatewayError> {
+) -> Result<Arc<Generation>, GatewayError> {
+    let id: MessageId = parse_id("generation", message_id)?;
     state
         .generations
-        .get(message_id)
+        .get(&id)
         .filter(|g| g.owner == user.subject)
         .ok_or_else(|| GatewayError::not_found("generation", message_id))
 }
@@ -208,14 +219,16 @@ pub async fn cancel(
     State(state): State<GatewayState>,
     user: ChatUser,
     Path(message_id): Path<String>,
-) -> Result<Json<Value>, GatewayError> {
+) -> Result<Json<Cancelled>, GatewayError> {
     let generation = owned(&state, &user, &message_id)?;
     if generation.is_finished() {
-        return Ok(Json(json!({ "status": "finished" })));
+        return Ok(Json(Cancelled { status: "finished" }));
     }
     generation.cancel.cancel();
-    tracing::info!(%message_id, "generation cancelled by its owner");
-    Ok(Json(json!({ "status": "cancelled" })))
+    tracing::info!(message_id = %generation.id, "generation cancelled by its owner");
+    Ok(Json(Cancelled {
+        status: "cancelled",
+    }))
 }
 
 /// `POST /api/v1/resos/chat/approvals/{id}`
@@ -224,7 +237,8 @@ pub async fn decide(
     user: ChatUser,
     Path(id): Path<String>,
     request: Result<Json<Decision>, JsonRejection>,
-) -> Result<Json<Value>, GatewayError> {
+) -> Result<Json<Decided>, GatewayError> {
+    let id: ToolCallId = parse_id("approval", &id)?;
     let decision = body(request, state.body_limit)?;
     decision.check()?;
     let status = if decision.approve {
@@ -232,21 +246,16 @@ pub async fn decide(
     } else {
         "denied"
     };
-    state
-        .agent
-        .approvals
-        .decide(&id, &user.subject, decision)
-        .await?;
-    Ok(Json(json!({ "id": id, "status": status })))
+    state.approvals.decide(&id, &user.subject, decision).await?;
+    Ok(Json(Decided { id, status }))
 }
 
 /// `GET /api/v1/resos/conversations`
 pub async fn conversations(
     State(state): State<GatewayState>,
     user: ChatUser,
-) -> Result<Json<Value>, GatewayError> {
-    let list = state.agent.store.conversations(&user.subject).await?;
-    Ok(Json(json!(list)))
+) -> Result<Json<Vec<store::ConversationSummary>>, GatewayError> {
+    Ok(Json(state.store.conversations(&user.subject).await?))
 }
 
 /// `GET /api/v1/resos/conversations/{id}`: every message, with its tool calls.
@@ -254,31 +263,10 @@ pub async fn conversation(
     State(state): State<GatewayState>,
     user: ChatUser,
     Path(id): Path<String>,
-) -> Result<Json<Value>, GatewayError> {
-    let (summary, messages, calls) = state.agent.store.conversation(&user.subject, &id).await?;
-    let messages: Vec<Value> = messages
-        .into_iter()
-        .filter(|m| m.role != "tool")
-        .map(|m| {
-            let mut value = json!(m);
-            if m.role == "assistant" {
-                value["tool_calls"] = calls
-                    .iter()
-                    .filter(|c| c.turn_id == m.id)
-                    .map(|c| {
-                        let mut call = json!(c);
-                        call["arguments"] =
-                            serde_json::from_str(&c.arguments).unwrap_or(Value::Null);
-                        call
-                    })
-                    .collect();
-            }
-            value
-        })
-        .collect();
-    let mut value = json!(summary);
-    value["messages"] = Value::Array(messages);
-    Ok(Json(value))
+) -> Result<Json<ConversationView>, GatewayError> {
+    let id: ConversationId = parse_id("conversation", &id)?;
+    let (summary, parts, calls) = state.store.conversation(&user.subject, &id).await?;
+    Ok(Json(ConversationView::new(summary, parts, calls)))
 }
 
 /// `DELETE /api/v1/resos/conversations/{id}`
@@ -287,11 +275,12 @@ pub async fn delete_conversation(
     user: ChatUser,
     Path(id): Path<String>,
 ) -> Result<StatusCode, GatewayError> {
+    let id: ConversationId = parse_id("conversation", &id)?;
     for generation in state.generations.active() {
         if generation.conversation_id == id && generation.owner == user.subject {
             generation.cancel.cancel();
         }
     }
-    state.agent.store.delete(&user.subject, &id).await?;
+    state.store.delete(&user.subject, &id).await?;
     Ok(StatusCode::NO_CONTENT)
 }

@@ -1,13 +1,19 @@
-//! Conversations as they happen: every question, model turn, tool call, approval and
-//! token count is written when it occurs, so a crash loses at most the text of the
-//! turn being streamed (flushed every few seconds).
+//! Conversations as they happen: every question, model turn, tool call and token
+//! count is written when it occurs. A message (a question, or an answer) is stored
+//! as its parts, in `seq` order: the question; each model turn; each tool result.
 
+use async_trait::async_trait;
 use serde::Serialize;
-use serde_json::Value;
 use sqlx::FromRow;
 
 use crate::db::{Db, canonical_now, is_unique_violation};
+use crate::gateway::answer::ports::{
+    AnswerRef, AnswerStore, NewCall, StoreError, StoreResult, TurnRecord,
+};
 use crate::gateway::error::GatewayError;
+use crate::gateway::ids::{
+    CallStatus, ConversationId, MessageId, MessageStatus, PartId, Role, Subject, ToolCallId,
+};
 use crate::gateway::llm::{Message, ToolCall, Usage};
 
 #[derive(Clone)]
@@ -17,57 +23,55 @@ pub struct Store {
 
 #[derive(Debug, Clone, Serialize, FromRow)]
 pub struct ConversationSummary {
-    pub id: String,
+    pub id: ConversationId,
     pub title: String,
     pub created_at: String,
     pub updated_at: String,
 }
 
-#[derive(Debug, Clone, Serialize, FromRow)]
-pub struct StoredMessage {
-    pub id: String,
-    #[serde(skip)]
-    pub seq: i64,
-    pub generation_id: Option<String>,
-    pub role: String,
+/// One stored part of a message.
+#[derive(Debug, Clone, FromRow)]
+pub struct StoredPart {
+    pub id: PartId,
+    pub message_id: Option<MessageId>,
+    pub role: Role,
     pub content: Option<String>,
-    #[serde(skip)]
     pub tool_calls: Option<String>,
-    #[serde(skip)]
     pub tool_call_id: Option<String>,
-    pub status: String,
+    pub status: MessageStatus,
     pub model: Option<String>,
     pub created_at: String,
 }
 
-#[derive(Debug, Clone, Serialize, FromRow)]
+#[derive(Debug, Clone, FromRow)]
 pub struct StoredToolCall {
-    pub id: String,
-    #[serde(skip)]
-    pub turn_id: String,
+    pub id: ToolCallId,
+    pub turn_id: PartId,
     pub server: String,
     pub tool: String,
-    #[serde(skip)]
     pub arguments: String,
-    pub status: String,
+    pub status: CallStatus,
     pub duration_ms: Option<i64>,
     pub summary: Option<String>,
     pub created_at: String,
 }
 
-/// A new row of the conversation.
-pub struct NewMessage<'a> {
-    pub generation_id: Option<&'a str>,
-    pub role: &'a str,
-    pub content: Option<&'a str>,
-    pub tool_calls: &'a [ToolCall],
-    pub tool_call_id: Option<&'a str>,
-    pub status: &'a str,
-    pub model: Option<&'a str>,
+/// A new part at the end of a conversation.
+struct NewPart<'a> {
+    id: &'a PartId,
+    message: &'a MessageId,
+    role: Role,
+    content: &'a str,
+    tool_calls: Option<String>,
+    tool_call_id: Option<&'a str>,
+    status: MessageStatus,
+    model: Option<&'a str>,
 }
 
-fn new_id(prefix: &str) -> String {
-    format!("{prefix}_{}", uuid::Uuid::now_v7().simple())
+fn calls_json(calls: &[ToolCall]) -> Option<String> {
+    (!calls.is_empty())
+        .then(|| serde_json::to_string(calls).ok())
+        .flatten()
 }
 
 impl Store {
@@ -78,12 +82,12 @@ impl Store {
     /// The conversation to continue (404 unless it is the owner's), or a new one.
     pub async fn open(
         &self,
-        owner: &str,
-        id: Option<&str>,
+        owner: &Subject,
+        id: Option<&ConversationId>,
         question: &str,
-    ) -> Result<String, GatewayError> {
+    ) -> Result<ConversationId, GatewayError> {
         if let Some(id) = id {
-            let found: Option<(String,)> =
+            let found: Option<(ConversationId,)> =
                 sqlx::query_as("SELECT id FROM conversations WHERE id = $1 AND owner = $2")
                     .bind(id)
                     .bind(owner)
@@ -91,9 +95,9 @@ impl Store {
                     .await?;
             return found
                 .map(|(id,)| id)
-                .ok_or_else(|| GatewayError::not_found("conversation", id));
+                .ok_or_else(|| GatewayError::not_found("conversation", id.as_str()));
         }
-        let id = new_id("conv");
+        let id = ConversationId::new();
         let title: String = question.split_whitespace().collect::<Vec<_>>().join(" ");
         let title = match title.char_indices().nth(80) {
             Some((cut, _)) => format!("{}…", &title[..cut]),
@@ -112,166 +116,63 @@ impl Store {
         Ok(id)
     }
 
-    /// Appends a row at the end of the conversation; returns its id.
-    pub async fn append(
+    /// The person's question, as the first part of the answer's message.
+    pub async fn save_question(
         &self,
-        conversation: &str,
-        message: NewMessage<'_>,
-    ) -> Result<String, GatewayError> {
-        let id = new_id("msg");
-        let tool_calls = if message.tool_calls.is_empty() {
-            None
-        } else {
-            serde_json::to_string(message.tool_calls).ok()
+        conversation: &ConversationId,
+        message: &MessageId,
+        question: &str,
+    ) -> Result<(), sqlx::Error> {
+        let part = NewPart {
+            id: &PartId::new(),
+            message,
+            role: Role::User,
+            content: question,
+            tool_calls: None,
+            tool_call_id: None,
+            status: MessageStatus::Complete,
+            model: None,
         };
+        self.append(conversation, part).await
+    }
+
+    /// Appends a part at the end of the conversation.
+    async fn append(
+        &self,
+        conversation: &ConversationId,
+        part: NewPart<'_>,
+    ) -> Result<(), sqlx::Error> {
         let now = canonical_now();
-        // Two generations may append to one conversation at once: retry on a taken seq.
-        for _ in 0..5 {
+        // Two answers may append to one conversation at once: retry on a taken seq.
+        let mut attempts = 0;
+        loop {
             let inserted = sqlx::query(
-                "INSERT INTO chat_messages (id, conversation_id, seq, generation_id, role, content, tool_calls, tool_call_id, status, model, created_at) \
+                "INSERT INTO chat_messages (id, conversation_id, seq, message_id, role, content, tool_calls, tool_call_id, status, model, created_at) \
                  VALUES ($1, $2, (SELECT COALESCE(MAX(seq), 0) + 1 FROM chat_messages WHERE conversation_id = $2), $3, $4, $5, $6, $7, $8, $9, $10)",
             )
-            .bind(&id)
+            .bind(part.id)
             .bind(conversation)
-            .bind(message.generation_id)
-            .bind(message.role)
-            .bind(message.content)
-            .bind(&tool_calls)
-            .bind(message.tool_call_id)
-            .bind(message.status)
-            .bind(message.model)
+            .bind(part.message)
+            .bind(part.role)
+            .bind(part.content)
+            .bind(&part.tool_calls)
+            .bind(part.tool_call_id)
+            .bind(part.status)
+            .bind(part.model)
             .bind(&now)
             .execute(self.db.pool())
             .await;
             match inserted {
-                Ok(_) => {
-                    sqlx::query("UPDATE conversations SET updated_at = $1 WHERE id = $2")
-                        .bind(&now)
-                        .bind(conversation)
-                        .execute(self.db.pool())
-                        .await?;
-                    return Ok(id);
-                }
-                Err(error) if is_unique_violation(&error) => continue,
-                Err(error) => return Err(error.into()),
+                Err(error) if is_unique_violation(&error) && attempts < 5 => attempts += 1,
+                Err(error) => return Err(error),
+                Ok(_) => break,
             }
         }
-        Err(GatewayError::Internal(anyhow::anyhow!(
-            "could not append to the conversation"
-        )))
-    }
-
-    pub async fn update(
-        &self,
-        message_id: &str,
-        content: &str,
-        tool_calls: &[ToolCall],
-        status: &str,
-    ) -> Result<(), GatewayError> {
-        let tool_calls = if tool_calls.is_empty() {
-            None
-        } else {
-            serde_json::to_string(tool_calls).ok()
-        };
-        sqlx::query("UPDATE chat_messages SET content = $1, tool_calls = COALESCE($2, tool_calls), status = $3 WHERE id = $4")
-            .bind(content)
-            .bind(tool_calls)
-            .bind(status)
-            .bind(message_id)
+        sqlx::query("UPDATE conversations SET updated_at = $1 WHERE id = $2")
+            .bind(&now)
+            .bind(conversation)
             .execute(self.db.pool())
             .await?;
-        Ok(())
-    }
-
-    #[allow(clippy::too_many_arguments)]
-    pub async fn tool_call_started(
-        &self,
-        id: &str,
-        generation_id: &str,
-        conversation: &str,
-        turn_id: &str,
-        model_call_id: &str,
-        server: &str,
-        tool: &str,
-        arguments: &Value,
-    ) -> Result<(), GatewayError> {
-        sqlx::query(
-            "INSERT INTO tool_calls (id, generation_id, conversation_id, turn_id, model_call_id, server, tool, arguments, status, created_at) \
-             VALUES ($1, $2, $3, $4, $5, $6, $7, $8, 'running', $9)",
-        )
-        .bind(id)
-        .bind(generation_id)
-        .bind(conversation)
-        .bind(turn_id)
-        .bind(model_call_id)
-        .bind(server)
-        .bind(tool)
-        .bind(arguments.to_string())
-        .bind(canonical_now())
-        .execute(self.db.pool())
-        .await?;
-        Ok(())
-    }
-
-    pub async fn tool_call_finished(
-        &self,
-        id: &str,
-        status: &str,
-        duration_ms: u64,
-        summary: &str,
-    ) -> Result<(), GatewayError> {
-        sqlx::query(
-            "UPDATE tool_calls SET status = $1, duration_ms = $2, summary = $3 WHERE id = $4",
-        )
-        .bind(status)
-        .bind(i64::try_from(duration_ms).unwrap_or(i64::MAX))
-        .bind(summary)
-        .bind(id)
-        .execute(self.db.pool())
-        .await?;
-        Ok(())
-    }
-
-    /// Tool calls a stopped generation left running get the reason it stopped.
-    pub async fn abandon_tool_calls(
-        &self,
-        generation_id: &str,
-        status: &str,
-    ) -> Result<(), GatewayError> {
-        sqlx::query(
-            "UPDATE tool_calls SET status = $1 WHERE generation_id = $2 AND status = 'running'",
-        )
-        .bind(status)
-        .bind(generation_id)
-        .execute(self.db.pool())
-        .await?;
-        Ok(())
-    }
-
-    pub async fn usage(
-        &self,
-        generation_id: &str,
-        conversation: &str,
-        owner: &str,
-        model: &str,
-        usage: Usage,
-    ) -> Result<(), GatewayError> {
-        let count = |n: u64| i64::try_from(n).unwrap_or(i64::MAX);
-        sqlx::query(
-            "INSERT INTO token_usage (id, generation_id, conversation_id, owner, model, prompt_tokens, completion_tokens, total_tokens, created_at) \
-             VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9)",
-        )
-        .bind(new_id("use"))
-        .bind(generation_id)
-        .bind(conversation)
-        .bind(owner)
-        .bind(model)
-        .bind(count(usage.prompt_tokens))
-        .bind(count(usage.completion_tokens))
-        .bind(count(usage.total_tokens))
-        .bind(canonical_now())
-        .execute(self.db.pool())
-        .await?;
         Ok(())
     }
 
@@ -279,11 +180,11 @@ impl Store {
     /// starting in the middle of a tool exchange.
     pub async fn history(
         &self,
-        conversation: &str,
+        conversation: &ConversationId,
         budget: usize,
     ) -> Result<Vec<Message>, GatewayError> {
-        let rows: Vec<StoredMessage> = sqlx::query_as(
-            "SELECT id, seq, generation_id, role, content, tool_calls, tool_call_id, status, model, created_at \
+        let rows: Vec<StoredPart> = sqlx::query_as(
+            "SELECT id, message_id, role, content, tool_calls, tool_call_id, status, model, created_at \
              FROM chat_messages WHERE conversation_id = $1 ORDER BY seq DESC LIMIT 500",
         )
         .bind(conversation)
@@ -302,7 +203,7 @@ impl Store {
         }
         kept.reverse();
         // A tool result is only meaningful after the call that asked for it.
-        while kept.first().is_some_and(|m| m.role == "tool") {
+        while kept.first().is_some_and(|m| m.role == Role::Tool) {
             kept.remove(0);
         }
         Ok(complete_exchanges(
@@ -312,7 +213,7 @@ impl Store {
 
     pub async fn conversations(
         &self,
-        owner: &str,
+        owner: &Subject,
     ) -> Result<Vec<ConversationSummary>, GatewayError> {
         Ok(sqlx::query_as(
             "SELECT id, title, created_at, updated_at FROM conversations WHERE owner = $1 ORDER BY updated_at DESC, id DESC LIMIT 200",
@@ -324,9 +225,9 @@ impl Store {
 
     pub async fn conversation(
         &self,
-        owner: &str,
-        id: &str,
-    ) -> Result<(ConversationSummary, Vec<StoredMessage>, Vec<StoredToolCall>), GatewayError> {
+        owner: &Subject,
+        id: &ConversationId,
+    ) -> Result<(ConversationSummary, Vec<StoredPart>, Vec<StoredToolCall>), GatewayError> {
         let summary: ConversationSummary = sqlx::query_as(
             "SELECT id, title, created_at, updated_at FROM conversations WHERE id = $1 AND owner = $2",
         )
@@ -334,9 +235,9 @@ impl Store {
         .bind(owner)
         .fetch_optional(self.db.pool())
         .await?
-        .ok_or_else(|| GatewayError::not_found("conversation", id))?;
-        let messages = sqlx::query_as(
-            "SELECT id, seq, generation_id, role, content, tool_calls, tool_call_id, status, model, created_at \
+        .ok_or_else(|| GatewayError::not_found("conversation", id.as_str()))?;
+        let parts = sqlx::query_as(
+            "SELECT id, message_id, role, content, tool_calls, tool_call_id, status, model, created_at \
              FROM chat_messages WHERE conversation_id = $1 ORDER BY seq",
         )
         .bind(id)
@@ -349,33 +250,19 @@ impl Store {
         .bind(id)
         .fetch_all(self.db.pool())
         .await?;
-        Ok((summary, messages, calls))
+        Ok((summary, parts, calls))
     }
 
-    pub async fn delete(&self, owner: &str, id: &str) -> Result<(), GatewayError> {
-        let mut tx = self.db.begin_write().await?;
-        let found: Option<(String,)> =
-            sqlx::query_as("SELECT id FROM conversations WHERE id = $1 AND owner = $2")
-                .bind(id)
-                .bind(owner)
-                .fetch_optional(&mut *tx)
-                .await?;
-        if found.is_none() {
-            return Err(GatewayError::not_found("conversation", id));
-        }
-        for table in ["token_usage", "approvals", "tool_calls", "chat_messages"] {
-            sqlx::query(sqlx::AssertSqlSafe(format!(
-                "DELETE FROM {table} WHERE conversation_id = $1"
-            )))
+    /// The conversation and, by the schema's cascades, everything in it.
+    pub async fn delete(&self, owner: &Subject, id: &ConversationId) -> Result<(), GatewayError> {
+        let deleted = sqlx::query("DELETE FROM conversations WHERE id = $1 AND owner = $2")
             .bind(id)
-            .execute(&mut *tx)
+            .bind(owner)
+            .execute(self.db.pool())
             .await?;
+        if deleted.rows_affected() == 0 {
+            return Err(GatewayError::not_found("conversation", id.as_str()));
         }
-        sqlx::query("DELETE FROM conversations WHERE id = $1")
-            .bind(id)
-            .execute(&mut *tx)
-            .await?;
-        tx.commit().await?;
         Ok(())
     }
 
@@ -384,12 +271,131 @@ impl Store {
     }
 }
 
-fn to_model_message(row: StoredMessage) -> Option<Message> {
-    match row.role.as_str() {
-        "user" => Some(Message::User {
+#[async_trait]
+impl AnswerStore for Store {
+    async fn save_turn(&self, answer: &AnswerRef, turn: TurnRecord<'_>) -> StoreResult<()> {
+        let calls = calls_json(turn.calls);
+        let updated = sqlx::query(
+            "UPDATE chat_messages SET content = $1, tool_calls = COALESCE($2, tool_calls), status = $3 WHERE id = $4",
+        )
+        .bind(turn.text)
+        .bind(&calls)
+        .bind(turn.status)
+        .bind(turn.part)
+        .execute(self.db.pool())
+        .await?;
+        if updated.rows_affected() == 0 {
+            let part = NewPart {
+                id: turn.part,
+                message: &answer.message,
+                role: Role::Assistant,
+                content: turn.text,
+                tool_calls: calls,
+                tool_call_id: None,
+                status: turn.status,
+                model: Some(turn.model),
+            };
+            self.append(&answer.conversation, part).await?;
+        }
+        Ok(())
+    }
+
+    async fn save_tool_result(
+        &self,
+        answer: &AnswerRef,
+        model_call_id: &str,
+        content: &str,
+    ) -> StoreResult<()> {
+        let part = NewPart {
+            id: &PartId::new(),
+            message: &answer.message,
+            role: Role::Tool,
+            content,
+            tool_calls: None,
+            tool_call_id: Some(model_call_id),
+            status: MessageStatus::Complete,
+            model: None,
+        };
+        Ok(self.append(&answer.conversation, part).await?)
+    }
+
+    async fn call_started(&self, answer: &AnswerRef, call: NewCall<'_>) -> StoreResult<()> {
+        sqlx::query(
+            "INSERT INTO tool_calls (id, message_id, conversation_id, turn_id, model_call_id, server, tool, arguments, status, created_at) \
+             VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10)",
+        )
+        .bind(call.id)
+        .bind(&answer.message)
+        .bind(&answer.conversation)
+        .bind(call.turn)
+        .bind(call.model_call_id)
+        .bind(call.server)
+        .bind(call.tool)
+        .bind(call.arguments.to_string())
+        .bind(CallStatus::Running)
+        .bind(canonical_now())
+        .execute(self.db.pool())
+        .await?;
+        Ok(())
+    }
+
+    async fn call_finished(
+        &self,
+        id: &ToolCallId,
+        status: CallStatus,
+        duration_ms: u64,
+        summary: &str,
+    ) -> StoreResult<()> {
+        sqlx::query(
+            "UPDATE tool_calls SET status = $1, duration_ms = $2, summary = $3 WHERE id = $4",
+        )
+        .bind(status)
+        .bind(i64::try_from(duration_ms).unwrap_or(i64::MAX))
+        .bind(summary)
+        .bind(id)
+        .execute(self.db.pool())
+        .await?;
+        Ok(())
+    }
+
+    async fn abandon_calls(&self, answer: &MessageId, status: CallStatus) -> StoreResult<()> {
+        sqlx::query("UPDATE tool_calls SET status = $1 WHERE message_id = $2 AND status = $3")
+            .bind(status)
+            .bind(answer)
+            .bind(CallStatus::Running)
+            .execute(self.db.pool())
+            .await?;
+        Ok(())
+    }
+
+    async fn usage(&self, answer: &AnswerRef, model: &str, usage: Usage) -> StoreResult<()> {
+        let count = |n: u64| i64::try_from(n).unwrap_or(i64::MAX);
+        sqlx::query(
+            "INSERT INTO token_usage (id, message_id, conversation_id, owner, model, prompt_tokens, completion_tokens, total_tokens, created_at) \
+             VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9)",
+        )
+        .bind(format!("use_{}", uuid::Uuid::now_v7().simple()))
+        .bind(&answer.message)
+        .bind(&answer.conversation)
+        .bind(&answer.owner)
+        .bind(model)
+        .bind(count(usage.prompt_tokens))
+        .bind(count(usage.completion_tokens))
+        .bind(count(usage.total_tokens))
+        .bind(canonical_now())
+        .execute(self.db.pool())
+        .await
+        .map_err(StoreError::from)?;
+        Ok(())
+    }
+}
+
+fn to_model_message(row: StoredPart) -> Option<Message> {
+    match row.role {
+        Role::User => Some(Message::User {
             content: row.content.unwrap_or_default(),
         }),
-        "assistant" => {
+        Role::Assistant => {
             let tool_calls: Vec<ToolCall> = row
                 .tool_calls
                 .as_deref()
@@ -404,11 +410,10 @@ fn to_model_message(row: StoredMessage) -> Option<Message> {
                 tool_calls,
             })
         }
-        "tool" => Some(Message::Tool {
+        Role::Tool => Some(Message::Tool {
             tool_call_id: row.tool_call_id.unwrap_or_default(),
             content: row.content.unwrap_or_default(),
         }),
-        _ => None,
     }
 }
 

@@ -72,6 +72,14 @@ pub struct Usage {
     pub total_tokens: u64,
 }
 
+impl Usage {
+    pub fn add(&mut self, more: Usage) {
+        self.prompt_tokens += more.prompt_tokens;
+        self.completion_tokens += more.completion_tokens;
+        self.total_tokens += more.total_tokens;
+    }
+}
+
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum FinishReason {
     Stop,

@@ -504,6 +504,22 @@ fn humanize(name: &str) -> String {
     text
 }
 
+#[async_trait::async_trait]
+impl crate::gateway::answer::ports::Tools for ToolHub {
+    async fn catalogue(&self) -> Arc<Catalogue> {
+        ToolHub::catalogue(self).await
+    }
+
+    async fn call(
+        &self,
+        tool: &RegisteredTool,
+        arguments: JsonObject,
+        context: CallContext<'_>,
+    ) -> CallOutcome {
+        ToolHub::call(self, tool, arguments, context).await
+    }
+}
+
 #[cfg(test)]
 impl RegisteredTool {
     pub fn for_test(exposed: &str, read_only: bool) -> Self {

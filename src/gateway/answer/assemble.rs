@@ -41,10 +41,6 @@ impl Assembler {
         }
     }
 
-    pub fn is_empty(&self) -> bool {
-        self.calls.is_empty()
-    }
-
     /// The calls in index order; a call the model gave no id gets one.
     pub fn finish(self, prefix: &str) -> Vec<ToolCall> {
         self.calls

@@ -1,7 +1,61 @@
-//! What people see of a tool call: a short title from the tool and its arguments, and
-//! a one-line summary of its result.
+//! The last step of a tool call, and what people see of it: a short title from the
+//! tool and its arguments, a one-line summary of its result, and the text the model
+//! is given, cut at the output cap.
 
 use serde_json::Value;
+
+use crate::gateway::chat::events::ToolStatus;
+use crate::gateway::tools::CallOutcome;
+
+/// What a call came to, for the person (status, summary) and the model (text).
+pub struct Summarised {
+    pub status: ToolStatus,
+    pub summary: String,
+    pub text: String,
+}
+
+/// Tool output is the server's text: the model gets at most `cap` bytes of it.
+pub fn outcome(outcome: CallOutcome, cap: usize) -> Summarised {
+    let (status, summary, text) = match outcome {
+        CallOutcome::Ok { text, structured } => {
+            let summary = summary(&text, structured.as_ref());
+            (ToolStatus::Ok, summary, text)
+        }
+        CallOutcome::ToolError(text) => (
+            ToolStatus::Error,
+            shorten(&text, 160),
+            format!("Error: {text}"),
+        ),
+        CallOutcome::Unavailable(reason) => (
+            ToolStatus::Unavailable,
+            shorten(&reason, 160),
+            format!(
+                "The tool is unavailable right now ({reason}). Tell the user; do not retry it now."
+            ),
+        ),
+    };
+    Summarised {
+        status,
+        summary,
+        text: capped(text, cap),
+    }
+}
+
+/// Output past the cap is cut, and says so, so the model knows it saw a part.
+fn capped(text: String, max: usize) -> String {
+    if text.len() <= max {
+        return text;
+    }
+    let mut cut = max;
+    while !text.is_char_boundary(cut) {
+        cut -= 1;
+    }
+    format!(
+        "{}\n…[output truncated: the first {cut} of {} bytes are shown; ask for less, e.g. with a smaller limit or a filter]",
+        &text[..cut],
+        text.len()
+    )
+}
 
 /// "Find free times · date 2026-11-25, people 4"
 pub fn title(tool_title: &str, arguments: &Value) -> String {
@@ -103,6 +157,14 @@ mod tests {
             title("Book a table", &json!({ "guestName": "Ada" })),
             "Book a table · guest name Ada"
         );
+    }
+
+    #[test]
+    fn output_past_the_cap_is_cut_with_a_marker() {
+        let capped = capped("é".repeat(300), 257);
+        assert!(capped.starts_with(&"é".repeat(128)));
+        assert!(capped.contains("[output truncated: the first 256 of 600 bytes"));
+        assert_eq!(super::capped("short".into(), 10), "short");
     }
 
     #[test]
