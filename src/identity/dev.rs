@@ -88,6 +88,7 @@ pub fn path(data_dir: &Path) -> PathBuf {
 impl DevCredentials {
     pub fn load(data_dir: &Path) -> anyhow::Result<Self> {
         let path = path(data_dir);
+        crate::db::files::warn_if_shared(&[data_dir, &path]);
         let text = std::fs::read_to_string(&path).with_context(|| {
             format!(
                 "reading {} (it is written when `maitred` first starts in dev mode)",
@@ -140,7 +141,7 @@ impl DevCredentials {
     }
 
     fn save(&self, data_dir: &Path) -> anyhow::Result<()> {
-        std::fs::create_dir_all(data_dir)
+        crate::db::files::create_private_dir(data_dir)
             .with_context(|| format!("creating {}", data_dir.display()))?;
         let path = path(data_dir);
         let text = serde_json::to_string_pretty(self)?;

@@ -8,6 +8,54 @@ use serde_json::Value;
 use crate::helpers::{Database, TestApp};
 use crate::on_both_databases;
 
+// ------------------------------------------------------------------ #9
+
+/// Finding #9: the data directory was 0755 and the SQLite files 0644, while they
+/// hold the signing key, refresh tokens, conversations and the dev passwords.
+#[cfg(unix)]
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn local_state_is_private_to_the_service_user() {
+    use std::os::unix::fs::PermissionsExt;
+
+    let mut data_dir = None;
+    let app = TestApp::spawn_with(&Database::Sqlite, |s| {
+        // A data directory that does not exist yet, as on a first start.
+        let fresh = s.data_dir.join("fresh").join("state");
+        s.database_url = maitred::config::sqlite_url(&fresh.join("maitred.db"));
+        s.data_dir = fresh.clone();
+        data_dir = Some(fresh);
+    })
+    .await;
+    let data_dir = data_dir.unwrap();
+    let mode =
+        |path: &std::path::Path| std::fs::metadata(path).unwrap().permissions().mode() & 0o777;
+    assert_eq!(mode(&data_dir), 0o700, "{}", data_dir.display());
+    assert_eq!(
+        mode(data_dir.parent().unwrap()),
+        0o700,
+        "created parents too"
+    );
+    let mut files = BTreeSet::new();
+    for entry in std::fs::read_dir(&data_dir).unwrap() {
+        let path = entry.unwrap().path();
+        let name = path.file_name().unwrap().to_string_lossy().into_owned();
+        assert_eq!(mode(&path), 0o600, "{name} is readable by others");
+        files.insert(name);
+    }
+    for expected in [
+        "maitred.db",
+        "maitred.db-wal",
+        "maitred.db-shm",
+        "dev-credentials.json",
+    ] {
+        assert!(
+            files.contains(expected),
+            "{expected} missing from {files:?}"
+        );
+    }
+    app.stop().await;
+}
+
 // ------------------------------------------------------------------ #14
 
 /// Names of the customers the LIKE tests look for (after the common prefix).
