@@ -2,11 +2,95 @@
 //! filter (security issue #10), each performed over real HTTP and shown to fail.
 
 use std::collections::BTreeSet;
+use std::sync::{Arc, Mutex};
 
+use base64::Engine;
+use base64::engine::general_purpose::URL_SAFE_NO_PAD;
 use serde_json::Value;
+use sha2::{Digest, Sha256};
 
 use crate::helpers::{Database, TestApp};
 use crate::on_both_databases;
+
+const WEB: &str = "maitred-web";
+/// A browser-like client: keeps cookies, never follows redirects.
+fn browser() -> reqwest::Client {
+    reqwest::Client::builder()
+        .cookie_store(true)
+        .redirect(reqwest::redirect::Policy::none())
+        .build()
+        .unwrap()
+}
+
+fn pkce() -> (String, String) {
+    let verifier = maitred::random::token(48);
+    let challenge = URL_SAFE_NO_PAD.encode(Sha256::digest(verifier.as_bytes()));
+    (verifier, challenge)
+}
+
+fn hidden_field(html: &str, name: &str) -> Option<String> {
+    let marker = format!("name=\"{name}\" value=\"");
+    let start = html.find(&marker)? + marker.len();
+    let end = html[start..].find('"')? + start;
+    Some(
+        html[start..end]
+            .replace("&#x2f;", "/")
+            .replace("&#47;", "/")
+            .replace("&#x3a;", ":")
+            .replace("&amp;", "&"),
+    )
+}
+
+/// Signs `username` in at the login page for `client_id`; returns the response to the
+/// form's POST (a redirect with a code, or the form again).
+async fn sign_in(
+    app: &TestApp,
+    client_id: &str,
+    redirect_uri: &str,
+    challenge: &str,
+    resource: Option<&str>,
+    username: &str,
+    password: &str,
+) -> reqwest::Response {
+    let browser = browser();
+    let mut query = vec![
+        ("response_type", "code"),
+        ("client_id", client_id),
+        ("redirect_uri", redirect_uri),
+        ("scope", "openid chat.read"),
+        ("state", "st"),
+        ("code_challenge", challenge),
+        ("code_challenge_method", "S256"),
+    ];
+    if let Some(resource) = resource {
+        query.push(("resource", resource));
+    }
+    let page = browser
+        .get(format!("{}/oauth2/authorize", app.url))
+        .query(&query)
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(page.status(), 200);
+    let html = page.text().await.unwrap();
+    let mut form: Vec<(String, String)> = query
+        .iter()
+        .map(|(name, _)| ((*name).to_owned(), hidden_field(&html, name).unwrap()))
+        .collect();
+    form.push((
+        "csrf_token".into(),
+        hidden_field(&html, "csrf_token").unwrap(),
+    ));
+    form.push(("username".into(), username.into()));
+    form.push(("password".into(), password.into()));
+    browser
+        .post(format!("{}/oauth2/authorize", app.url))
+        .header("origin", &app.url)
+        .form(&form)
+        .send()
+        .await
+        .unwrap()
+}
 
 // ------------------------------------------------------------------ #9
 
@@ -54,6 +138,80 @@ async fn local_state_is_private_to_the_service_user() {
         );
     }
     app.stop().await;
+}
+
+// ------------------------------------------------------------------ #12
+
+/// Log records, captured for one test.
+#[derive(Clone, Default)]
+struct Captured(Arc<Mutex<Vec<u8>>>);
+
+impl std::io::Write for Captured {
+    fn write(&mut self, bytes: &[u8]) -> std::io::Result<usize> {
+        self.0.lock().unwrap().extend_from_slice(bytes);
+        Ok(bytes.len())
+    }
+
+    fn flush(&mut self) -> std::io::Result<()> {
+        Ok(())
+    }
+}
+
+impl<'a> tracing_subscriber::fmt::MakeWriter<'a> for Captured {
+    type Writer = Captured;
+
+    fn make_writer(&'a self) -> Self::Writer {
+        self.clone()
+    }
+}
+
+/// Finding #12: a failed sign-in logged the typed user name, which is often a
+/// password typed into the wrong field.
+// One thread, so the roles' tasks log into this test's subscriber.
+#[tokio::test(flavor = "current_thread")]
+async fn a_failed_sign_in_does_not_log_what_was_typed() {
+    let logs = Captured::default();
+    let subscriber = tracing_subscriber::fmt()
+        .with_writer(logs.clone())
+        .with_ansi(false)
+        .with_max_level(tracing::Level::TRACE)
+        .finish();
+    let _guard = tracing::subscriber::set_default(subscriber);
+
+    let app = TestApp::spawn(&Database::Sqlite).await;
+    let (_, challenge) = pkce();
+    let redirect = format!("{}/login/callback", app.settings.gateway.public_url);
+    let response = sign_in(
+        &app,
+        WEB,
+        &redirect,
+        &challenge,
+        None,
+        "hunter2-secret",
+        "also-typed",
+    )
+    .await;
+    assert_eq!(response.status(), 401);
+    let credentials = app.credentials();
+    app.stop().await;
+
+    let logged = String::from_utf8(logs.0.lock().unwrap().clone()).unwrap();
+    assert!(
+        logged.contains("failed sign-in"),
+        "the failure is still logged: {logged}"
+    );
+    assert!(!logged.contains("hunter2-secret"), "{logged}");
+    assert!(!logged.contains("also-typed"), "{logged}");
+    // A short hash still tells repeated attempts at one name apart from others.
+    let hash = hex::encode(Sha256::digest(b"hunter2-secret"));
+    assert!(logged.contains(&hash[..12]), "{logged}");
+    // No dev secret reaches the log either (the banner is printed, not logged).
+    for user in credentials.users.values() {
+        assert!(!logged.contains(&user.password));
+    }
+    for secret in credentials.clients.values() {
+        assert!(!logged.contains(secret.as_str()));
+    }
 }
 
 // ------------------------------------------------------------------ #14
