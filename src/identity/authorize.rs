@@ -58,7 +58,7 @@ struct Request<'a> {
     redirect_uri: String,
     state: Option<String>,
     scopes: Vec<String>,
-    code_challenge: Option<String>,
+    code_challenge: String,
     nonce: Option<String>,
     resource: String,
 }
@@ -182,7 +182,7 @@ pub async fn submit_login(
         redirect_uri: request.redirect_uri.clone(),
         scope: request.scopes.join(" "),
         resource: Some(request.resource.clone()),
-        code_challenge: request.code_challenge.clone(),
+        code_challenge: Some(request.code_challenge.clone()),
         nonce: request.nonce.clone(),
         family_id: uuid::Uuid::new_v4().to_string(),
         expires_at: chrono::Utc::now().timestamp() + CODE_TTL_SECS,
@@ -251,9 +251,8 @@ fn check<'a>(identity: &'a SharedIdentity, params: &Params) -> Result<Request<'a
             format!("client {client_id} may not use the authorization code flow"),
         ));
     }
-    let code_challenge = one("code_challenge")?.map(str::to_owned);
-    match (&code_challenge, one("code_challenge_method")?) {
-        (Some(challenge), Some("S256")) if pkce::well_formed(challenge) => {}
+    let code_challenge = match (one("code_challenge")?, one("code_challenge_method")?) {
+        (Some(challenge), Some("S256")) if pkce::well_formed(challenge) => challenge.to_owned(),
         (Some(_), Some("S256")) => {
             return Err(back(
                 "invalid_request",
@@ -266,14 +265,15 @@ fn check<'a>(identity: &'a SharedIdentity, params: &Params) -> Result<Request<'a
                 "code_challenge_method must be S256".into(),
             ));
         }
-        (None, _) if client.is_public() => {
+        // Confidential clients too, as OAuth 2.1 asks: a client secret does not stop a
+        // stolen or injected code from being redeemed by that client; PKCE does.
+        (None, _) => {
             return Err(back(
                 "invalid_request",
                 "PKCE is required: send code_challenge with code_challenge_method=S256".into(),
             ));
         }
-        (None, _) => {}
-    }
+    };
     let scopes = policy::scopes(one("scope")?, client).map_err(|e| back(e.error, e.description))?;
     let resource = policy::audience(&params.all("resource"), client)
         .map_err(|e| back(e.error, e.description))?;

@@ -218,10 +218,19 @@ async fn authorization_code(
         (Some(_), None) => {
             return Err(OAuthError::invalid_request("code_verifier is missing"));
         }
-        (None, _) if client.is_public() => {
-            return Err(OAuthError::invalid_grant("public clients must use PKCE"));
+        // A verifier for a code that had no challenge proves nothing: accepting it would
+        // let a PKCE-less (downgraded) authorization pass for a PKCE one.
+        (None, Some(_)) => {
+            return Err(OAuthError::invalid_grant(
+                "a code_verifier was sent, but the authorization request had no code_challenge",
+            ));
         }
-        (None, _) => {}
+        // Every code is issued with a challenge now; one without is from before that.
+        (None, None) => {
+            return Err(OAuthError::invalid_grant(
+                "the authorization code was issued without PKCE; sign in again",
+            ));
+        }
     }
     let audience =
         policy::audience_or_granted(&params.all("resource"), grant.resource.as_deref(), client)?;

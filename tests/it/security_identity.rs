@@ -1,11 +1,15 @@
 //! Attacks on the identity provider, token checks, local state and the query
 //! filter (security issue #10), each performed over real HTTP and shown to fail.
 
-use std::collections::BTreeSet;
+use std::collections::{BTreeSet, HashMap};
 use std::sync::{Arc, Mutex};
 
 use base64::Engine;
 use base64::engine::general_purpose::URL_SAFE_NO_PAD;
+use maitred::config::Settings;
+use maitred::identity::dev::DevCredentials;
+use maitred::identity::{ClientConfig, Grant};
+use secrecy::SecretString;
 use serde_json::Value;
 use sha2::{Digest, Sha256};
 
@@ -13,6 +17,27 @@ use crate::helpers::{Database, TestApp};
 use crate::on_both_databases;
 
 const WEB: &str = "maitred-web";
+/// A confidential authorization-code client that may get tokens for two services.
+const PARTNER: &str = "partner-app";
+const PARTNER_SECRET: &str = "partner-secret-0123456789";
+const PARTNER_REDIRECT: &str = "http://127.0.0.1:9/partner/callback";
+
+/// The demo identity plus `PARTNER`, as an operator would configure them.
+fn with_partner(settings: &mut Settings) {
+    let dev = DevCredentials::load_or_create(&settings.data_dir).unwrap();
+    let mut identity = dev.identity_config(settings);
+    identity.clients.push(ClientConfig {
+        id: PARTNER.into(),
+        secret: Some(SecretString::from(PARTNER_SECRET.to_owned())),
+        public: false,
+        grants: vec![Grant::AuthorizationCode, Grant::RefreshToken],
+        scopes: vec!["openid".into(), "chat.read".into()],
+        audiences: vec!["gateway".into(), "mcp".into()],
+        redirect_uris: vec![PARTNER_REDIRECT.into()],
+    });
+    settings.file.identity = identity;
+}
+
 /// A browser-like client: keeps cookies, never follows redirects.
 fn browser() -> reqwest::Client {
     reqwest::Client::builder()
@@ -39,6 +64,11 @@ fn hidden_field(html: &str, name: &str) -> Option<String> {
             .replace("&#x3a;", ":")
             .replace("&amp;", "&"),
     )
+}
+
+fn query_of(response: &reqwest::Response) -> HashMap<String, String> {
+    let location = url::Url::parse(response.headers()["location"].to_str().unwrap()).unwrap();
+    location.query_pairs().into_owned().collect()
 }
 
 /// Signs `username` in at the login page for `client_id`; returns the response to the
@@ -90,6 +120,137 @@ async fn sign_in(
         .send()
         .await
         .unwrap()
+}
+
+/// A code for `PARTNER`, signed in as the demo user.
+async fn partner_code(app: &TestApp, challenge: &str, resource: Option<&str>) -> String {
+    let password = app.credentials().users["user"].password.clone();
+    let response = sign_in(
+        app,
+        PARTNER,
+        PARTNER_REDIRECT,
+        challenge,
+        resource,
+        "user",
+        &password,
+    )
+    .await;
+    assert_eq!(response.status(), 303);
+    query_of(&response)["code"].clone()
+}
+
+async fn token_request(
+    app: &TestApp,
+    basic: Option<(&str, &str)>,
+    form: &[(&str, &str)],
+) -> (u16, Value) {
+    let mut request = app
+        .http
+        .post(format!("{}/oauth2/token", app.url))
+        .form(form);
+    if let Some((id, secret)) = basic {
+        request = request.basic_auth(id, Some(secret));
+    }
+    let response = request.send().await.unwrap();
+    (response.status().as_u16(), response.json().await.unwrap())
+}
+
+// ------------------------------------------------------------------ #5
+
+/// Finding #5: a confidential client could skip PKCE, and a verifier was accepted
+/// for a code that had no challenge (a downgrade).
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn pkce_is_required_and_cannot_be_downgraded() {
+    let app = TestApp::spawn_with(&Database::Sqlite, with_partner).await;
+    let browser = browser();
+
+    // A confidential client asking for a code without a challenge is sent back.
+    let response = browser
+        .get(format!("{}/oauth2/authorize", app.url))
+        .query(&[
+            ("response_type", "code"),
+            ("client_id", PARTNER),
+            ("redirect_uri", PARTNER_REDIRECT),
+            ("scope", "chat.read"),
+            ("state", "st"),
+        ])
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(response.status(), 303);
+    let query = query_of(&response);
+    assert_eq!(query["error"], "invalid_request");
+    assert!(
+        query["error_description"].contains("PKCE is required"),
+        "{query:?}"
+    );
+    assert_eq!(query["state"], "st");
+    assert!(!query.contains_key("code"));
+
+    // With its challenge it gets a code, and redeems it with its verifier and secret.
+    let (verifier, challenge) = pkce();
+    let code = partner_code(&app, &challenge, None).await;
+    let (status, body) = token_request(
+        &app,
+        Some((PARTNER, PARTNER_SECRET)),
+        &[
+            ("grant_type", "authorization_code"),
+            ("code", &code),
+            ("redirect_uri", PARTNER_REDIRECT),
+            ("code_verifier", &verifier),
+        ],
+    )
+    .await;
+    assert_eq!(status, 200, "{body}");
+
+    // Codes stored without a challenge (as the old authorize endpoint issued them to
+    // confidential clients, or a downgraded request got): presenting some verifier
+    // does not make them PKCE codes, for the confidential client nor the public one.
+    for (client, redirect, basic) in [
+        (
+            PARTNER,
+            PARTNER_REDIRECT.to_owned(),
+            Some((PARTNER, PARTNER_SECRET)),
+        ),
+        (
+            WEB,
+            format!("{}/login/callback", app.settings.gateway.public_url),
+            None,
+        ),
+    ] {
+        for with_verifier in [true, false] {
+            let code = maitred::random::token(32);
+            sqlx::query(
+                "INSERT INTO authorization_codes (code_hash, client_id, subject, redirect_uri, scope, resource, code_challenge, nonce, family_id, expires_at, used) \
+                 VALUES ($1, $2, 'user', $3, 'chat.read', NULL, NULL, NULL, $4, $5, 0)",
+            )
+            .bind(hex::encode(Sha256::digest(code.as_bytes())))
+            .bind(client)
+            .bind(&redirect)
+            .bind(uuid::Uuid::new_v4().to_string())
+            .bind(chrono::Utc::now().timestamp() + 120)
+            .execute(app.db.pool())
+            .await
+            .unwrap();
+            let verifier = pkce().0;
+            let mut form = vec![
+                ("grant_type", "authorization_code"),
+                ("client_id", client),
+                ("code", code.as_str()),
+                ("redirect_uri", redirect.as_str()),
+            ];
+            if with_verifier {
+                form.push(("code_verifier", verifier.as_str()));
+            }
+            let (status, body) = token_request(&app, basic, &form).await;
+            assert_eq!(
+                (status, body["error"].as_str()),
+                (400, Some("invalid_grant")),
+                "{client} redeemed a code without PKCE (verifier sent: {with_verifier}): {body}"
+            );
+        }
+    }
+    app.stop().await;
 }
 
 // ------------------------------------------------------------------ #9
