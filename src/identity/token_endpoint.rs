@@ -233,7 +233,7 @@ async fn authorization_code(
         }
     }
     let audience =
-        policy::audience_or_granted(&params.all("resource"), grant.resource.as_deref(), client)?;
+        policy::granted_audience(&params.all("resource"), grant.resource.as_deref(), client)?;
     let scopes: Vec<String> = grant.scope.split_whitespace().map(str::to_owned).collect();
     let user = identity
         .registry
@@ -321,7 +321,7 @@ async fn refresh_token(
     let allowed: Vec<String> = grant.scope.split_whitespace().map(str::to_owned).collect();
     let scopes = policy::scopes_within(params.one("scope")?, &allowed, &client.id)?;
     let audience =
-        policy::audience_or_granted(&params.all("resource"), grant.resource.as_deref(), client)?;
+        policy::granted_audience(&params.all("resource"), grant.resource.as_deref(), client)?;
     let user = identity
         .registry
         .user(&grant.subject)

@@ -155,6 +155,12 @@ async fn token_request(
     (response.status().as_u16(), response.json().await.unwrap())
 }
 
+fn audience(access_token: &str) -> Value {
+    let payload = access_token.split('.').nth(1).unwrap();
+    let claims: Value = serde_json::from_slice(&URL_SAFE_NO_PAD.decode(payload).unwrap()).unwrap();
+    claims["aud"].clone()
+}
+
 // ------------------------------------------------------------------ #5
 
 /// Finding #5: a confidential client could skip PKCE, and a verifier was accepted
@@ -250,6 +256,91 @@ async fn pkce_is_required_and_cannot_be_downgraded() {
             );
         }
     }
+    app.stop().await;
+}
+
+// ------------------------------------------------------------------ #6
+
+/// Finding #6: a code authorized for one audience could be redeemed, and then
+/// refreshed, for another audience of the same client.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_grant_cannot_switch_its_audience() {
+    let app = TestApp::spawn_with(&Database::Sqlite, with_partner).await;
+    let gateway = app.settings.gateway_resource();
+    let mcp = app.settings.mcp_resource();
+    let partner = Some((PARTNER, PARTNER_SECRET));
+    let redeem = |code: String, verifier: String, resource: Option<String>| {
+        let app = &app;
+        async move {
+            let mut form = vec![
+                ("grant_type", "authorization_code".to_owned()),
+                ("code", code),
+                ("redirect_uri", PARTNER_REDIRECT.to_owned()),
+                ("code_verifier", verifier),
+            ];
+            form.extend(resource.map(|r| ("resource", r)));
+            let form: Vec<(&str, &str)> = form.iter().map(|(k, v)| (*k, v.as_str())).collect();
+            token_request(app, partner, &form).await
+        }
+    };
+
+    // The user authorized the gateway; the client asks for an MCP token with the code.
+    let (verifier, challenge) = pkce();
+    let code = partner_code(&app, &challenge, Some(&gateway)).await;
+    let (status, body) = redeem(code, verifier, Some(mcp.clone())).await;
+    assert_eq!(
+        (status, body["error"].as_str()),
+        (400, Some("invalid_target")),
+        "{body}"
+    );
+
+    // Redeemed as authorized, it gives a gateway token and a refresh token…
+    let (verifier, challenge) = pkce();
+    let code = partner_code(&app, &challenge, Some(&gateway)).await;
+    let (status, tokens) = redeem(code, verifier, None).await;
+    assert_eq!(status, 200, "{tokens}");
+    assert_eq!(audience(tokens["access_token"].as_str().unwrap()), gateway);
+    let refresh = tokens["refresh_token"].as_str().unwrap().to_owned();
+    // …which refreshes for the gateway, named or not…
+    let (status, refreshed) = token_request(
+        &app,
+        partner,
+        &[
+            ("grant_type", "refresh_token"),
+            ("refresh_token", &refresh),
+            ("resource", &gateway),
+        ],
+    )
+    .await;
+    assert_eq!(status, 200, "{refreshed}");
+    assert_eq!(
+        audience(refreshed["access_token"].as_str().unwrap()),
+        gateway
+    );
+    let refresh = refreshed["refresh_token"].as_str().unwrap().to_owned();
+    // …but not for the MCP server.
+    let (status, body) = token_request(
+        &app,
+        partner,
+        &[
+            ("grant_type", "refresh_token"),
+            ("refresh_token", &refresh),
+            ("resource", &mcp),
+        ],
+    )
+    .await;
+    assert_eq!(
+        (status, body["error"].as_str()),
+        (400, Some("invalid_target")),
+        "{body}"
+    );
+
+    // An MCP token needs the user's authorization for the MCP server.
+    let (verifier, challenge) = pkce();
+    let code = partner_code(&app, &challenge, Some(&mcp)).await;
+    let (status, tokens) = redeem(code, verifier, Some(mcp.clone())).await;
+    assert_eq!(status, 200, "{tokens}");
+    assert_eq!(audience(tokens["access_token"].as_str().unwrap()), mcp);
     app.stop().await;
 }
 
