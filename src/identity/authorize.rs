@@ -119,7 +119,7 @@ pub async fn submit_login(
     headers: HeaderMap,
     body: Bytes,
 ) -> Response {
-    if let Err(limited) = identity.rate_limit.check(ip) {
+    if let Err(limited) = identity.rate_limit.address(ip) {
         let mut response = message_page(
             StatusCode::TOO_MANY_REQUESTS,
             "Too many attempts",

@@ -161,6 +161,85 @@ fn audience(access_token: &str) -> Value {
     claims["aud"].clone()
 }
 
+// ------------------------------------------------------------------ #3
+
+/// Finding #3: one address flooding the token endpoint spent the budget every
+/// client behind that address shares (the identity side: confidential clients such
+/// as the gateway's and the MCP role's got 429 too).
+async fn a_flood_from_one_address_does_not_lock_out_clients_that_prove_themselves(
+    database: &Database,
+) {
+    // Five at once, then one a minute: nothing is refilled while the test runs.
+    let app = TestApp::spawn_with(database, |s| s.auth_rate_limit_per_minute = 1).await;
+
+    // The attack: unauthenticated requests from this address until it is refused.
+    let mut flood = Vec::new();
+    for n in 0..40 {
+        let (status, _) = if n % 2 == 0 {
+            token_request(&app, None, &[("grant_type", "client_credentials")]).await
+        } else {
+            token_request(
+                &app,
+                None,
+                &[
+                    ("grant_type", "refresh_token"),
+                    ("client_id", WEB),
+                    ("refresh_token", "forged"),
+                ],
+            )
+            .await
+        };
+        flood.push(status);
+        if status == 429 {
+            break;
+        }
+    }
+    assert_eq!(flood.last(), Some(&429), "the flood is limited: {flood:?}");
+
+    // Confidential clients with their secrets, from the same address, still get tokens.
+    for client in ["maitred-gateway", "maitred-cli", "maitred-mcp"] {
+        let (status, body) = app.try_token(client, &[]).await;
+        assert_eq!(status, 200, "{client} was locked out by the flood: {body}");
+    }
+    // What proves nothing is still refused: a public client has no secret, so its
+    // requests stay on the address's budget.
+    let (status, _) = token_request(
+        &app,
+        None,
+        &[
+            ("grant_type", "refresh_token"),
+            ("client_id", WEB),
+            ("refresh_token", "forged"),
+        ],
+    )
+    .await;
+    assert_eq!(status, 429);
+
+    // Guessing a secret stays slow: a spent address does not turn into an oracle.
+    // Wrong secrets are still checked for a few tries, then not at all, so even the
+    // right one is refused from this address for a while…
+    let mut guesses = Vec::new();
+    for n in 0..6 {
+        let (status, _) = token_request(
+            &app,
+            Some(("maitred-cli", &format!("guess-{n}-not-the-secret"))),
+            &[("grant_type", "client_credentials")],
+        )
+        .await;
+        guesses.push(status);
+    }
+    assert!(guesses.iter().all(|s| *s == 429), "{guesses:?}");
+    let (status, _) = app.try_token("maitred-cli", &[]).await;
+    assert_eq!(
+        status, 429,
+        "after the guesses the secret is not even checked"
+    );
+    // …while other clients behind the same address are unaffected.
+    let (status, body) = app.try_token("maitred-gateway", &[]).await;
+    assert_eq!(status, 200, "{body}");
+    app.stop().await;
+}
+
 // ------------------------------------------------------------------ #5
 
 /// Finding #5: a confidential client could skip PKCE, and a verifier was accepted
@@ -612,4 +691,7 @@ async fn like_patterns_with_backslashes_never_fail(database: &Database) {
     app.stop().await;
 }
 
-on_both_databases!(like_patterns_with_backslashes_never_fail,);
+on_both_databases!(
+    a_flood_from_one_address_does_not_lock_out_clients_that_prove_themselves,
+    like_patterns_with_backslashes_never_fail,
+);
