@@ -144,7 +144,7 @@ async fn serve(settings: &Settings, roles: Roles) -> anyhow::Result<()> {
         let (router, banner) = backend_router(settings, database.clone(), http.clone()).await?;
         let listener = http::bind(SocketAddr::new(settings.bind, settings.backend.port)).await?;
         if let Some(banner) = banner {
-            tracing::info!("{banner}");
+            identity::dev::print_banner(&banner, &settings.data_dir);
         }
         tracing::info!(
             issuer = %settings.issuer(),

@@ -1,6 +1,11 @@
 //! The issuer's public keys: discovered from its metadata, cached, and fetched again
 //! when a token names a key we do not know, at most once per `min_refresh` so a
 //! flood of tokens with made-up `kid`s cannot turn into a flood of fetches.
+//!
+//! While the issuer cannot be reached, a failed fetch is remembered and not tried
+//! again for a back-off (1 s, doubling to 30 s): cached keys keep being served, and
+//! a token whose key is not cached fails at once as "unavailable" instead of every
+//! request waiting out its own fetch timeout in turn.
 
 use std::collections::HashMap;
 use std::time::{Duration, Instant};
@@ -8,12 +13,14 @@ use std::time::{Duration, Instant};
 use jsonwebtoken::DecodingKey;
 use jsonwebtoken::jwk::{AlgorithmParameters, JwkSet, KeyAlgorithm};
 use serde::Deserialize;
-use tokio::sync::{Mutex, RwLock};
+use tokio::sync::{Mutex, MutexGuard, RwLock};
 
 use crate::issuer::Issuer;
 
 /// Keys beyond this many in one JWKS are ignored.
 const MAX_KEYS: usize = 32;
+const FIRST_BACKOFF: Duration = Duration::from_secs(1);
+const MAX_BACKOFF: Duration = Duration::from_secs(30);
 
 #[derive(Clone)]
 pub struct CachedKey {
@@ -27,6 +34,14 @@ struct Cache {
     jwks_uri: Option<String>,
     keys: HashMap<String, CachedKey>,
     fetched_at: Option<Instant>,
+    /// The last fetch failed: why, how many in a row, and when to try again.
+    failure: Option<Failure>,
+}
+
+struct Failure {
+    error: String,
+    in_a_row: u32,
+    retry_at: Instant,
 }
 
 pub struct JwksCache {
@@ -34,6 +49,8 @@ pub struct JwksCache {
     issuer: Issuer,
     min_refresh: Duration,
     max_age: Duration,
+    /// How long one fetch (discovery and JWKS together) may take.
+    fetch_timeout: Duration,
     cache: RwLock<Cache>,
     refresh: Mutex<()>,
 }
@@ -51,6 +68,20 @@ struct IssuerMetadata {
     jwks_uri: String,
 }
 
+/// A failed GET: `answered` when the issuer replied (with an error status or a bad
+/// body), as opposed to not being reachable at all.
+struct FetchError {
+    message: String,
+    answered: bool,
+}
+
+/// The wait after `in_a_row` failed fetches: 1 s, 2 s, 4 s, … at most 30 s.
+fn backoff(in_a_row: u32) -> Duration {
+    FIRST_BACKOFF
+        .saturating_mul(1 << in_a_row.saturating_sub(1).min(16))
+        .min(MAX_BACKOFF)
+}
+
 impl JwksCache {
     pub fn new(http: reqwest::Client, issuer: Issuer) -> Self {
         Self {
@@ -58,30 +89,37 @@ impl JwksCache {
             issuer,
             min_refresh: Duration::from_secs(10),
             max_age: Duration::from_secs(3600),
+            fetch_timeout: Duration::from_secs(5),
             cache: RwLock::new(Cache::default()),
             refresh: Mutex::new(()),
         }
     }
 
     pub async fn key(&self, kid: &str) -> Result<CachedKey, JwksError> {
-        {
+        let cached = {
             let cache = self.cache.read().await;
             let fresh = cache
                 .fetched_at
                 .is_some_and(|at| at.elapsed() < self.max_age);
-            if let Some(key) = cache.keys.get(kid)
-                && fresh
-            {
-                return Ok(key.clone());
+            match cache.keys.get(kid) {
+                Some(key) if fresh => return Ok(key.clone()),
+                found => found.cloned(),
             }
-        }
-        let refreshed = self.refresh_if_due().await;
+        };
+        // A key we know, only stale: whoever holds the lock is refreshing already,
+        // and nobody needs to wait for it.
+        let guard = match (&cached, self.refresh.try_lock()) {
+            (_, Ok(guard)) => guard,
+            (Some(key), Err(_)) => return Ok(key.clone()),
+            (None, Err(_)) => self.refresh.lock().await,
+        };
+        let refreshed = self.refresh_if_due(guard).await;
         let cache = self.cache.read().await;
         match (cache.keys.get(kid), refreshed) {
             (Some(key), Ok(())) => Ok(key.clone()),
             // The issuer is down but the key is one we already know: keep serving.
             (Some(key), Err(error)) => {
-                tracing::warn!(%error, "using cached issuer keys");
+                tracing::debug!(%error, "using cached issuer keys");
                 Ok(key.clone())
             }
             (None, Err(error)) => Err(error),
@@ -89,62 +127,114 @@ impl JwksCache {
         }
     }
 
-    /// Single-flight: concurrent callers wait for one fetch instead of each making one.
-    async fn refresh_if_due(&self) -> Result<(), JwksError> {
-        let _guard = self.refresh.lock().await;
-        let (jwks_uri, due) = {
+    /// Single-flight (the caller holds `refresh`): concurrent callers wait for one
+    /// fetch instead of each making one, and after a failure they fail at once.
+    async fn refresh_if_due(&self, _guard: MutexGuard<'_, ()>) -> Result<(), JwksError> {
+        let jwks_uri = {
             let cache = self.cache.read().await;
             let due = cache
                 .fetched_at
                 .is_none_or(|at| at.elapsed() >= self.min_refresh);
-            (cache.jwks_uri.clone(), due)
+            if !due {
+                return Ok(());
+            }
+            if let Some(failure) = &cache.failure {
+                let now = Instant::now();
+                if now < failure.retry_at {
+                    return Err(JwksError::Unavailable(format!(
+                        "{} (trying again in {} s)",
+                        failure.error,
+                        (failure.retry_at - now).as_secs().max(1)
+                    )));
+                }
+            }
+            cache.jwks_uri.clone()
         };
-        if !due {
-            return Ok(());
+        let fetched = tokio::time::timeout(self.fetch_timeout, self.fetch(jwks_uri))
+            .await
+            .unwrap_or_else(|_| {
+                Err(format!(
+                    "the issuer {} did not answer within {} s",
+                    self.issuer.internal,
+                    self.fetch_timeout.as_secs_f32()
+                ))
+            });
+        let mut cache = self.cache.write().await;
+        match fetched {
+            Ok((jwks_uri, keys)) => {
+                tracing::debug!(issuer = %self.issuer.public, keys = keys.len(), "fetched the issuer's JWKS");
+                cache.jwks_uri = Some(jwks_uri);
+                cache.keys = keys;
+                cache.fetched_at = Some(Instant::now());
+                cache.failure = None;
+                Ok(())
+            }
+            Err(error) => {
+                let in_a_row = cache.failure.as_ref().map_or(0, |f| f.in_a_row) + 1;
+                let wait = backoff(in_a_row);
+                tracing::warn!(
+                    %error,
+                    in_a_row,
+                    retry_in_secs = wait.as_secs(),
+                    "cannot fetch the issuer's keys"
+                );
+                cache.failure = Some(Failure {
+                    error: error.clone(),
+                    in_a_row,
+                    retry_at: Instant::now() + wait,
+                });
+                Err(JwksError::Unavailable(error))
+            }
         }
+    }
+
+    /// Discovery (when the JWKS URI is not known yet) and the JWKS.
+    async fn fetch(
+        &self,
+        jwks_uri: Option<String>,
+    ) -> Result<(String, HashMap<String, CachedKey>), String> {
         let jwks_uri = match jwks_uri {
             Some(uri) => uri,
             None => self.discover().await?,
         };
-        let set: JwkSet = self
-            .get_json(&jwks_uri)
-            .await
-            .map_err(JwksError::Unavailable)?;
-        let keys = usable_keys(set);
-        tracing::debug!(issuer = %self.issuer.public, keys = keys.len(), "fetched the issuer's JWKS");
-        let mut cache = self.cache.write().await;
-        cache.jwks_uri = Some(jwks_uri);
-        cache.keys = keys;
-        cache.fetched_at = Some(Instant::now());
-        Ok(())
+        let set: JwkSet = self.get_json(&jwks_uri).await.map_err(|e| e.message)?;
+        Ok((jwks_uri, usable_keys(set)))
     }
 
-    async fn discover(&self) -> Result<String, JwksError> {
+    async fn discover(&self) -> Result<String, String> {
         let mut last_error = String::new();
         for url in self.issuer.metadata_urls() {
             match self.get_json::<IssuerMetadata>(&url).await {
                 Ok(metadata) => return Ok(self.issuer.internalize(&metadata.jwks_uri)),
-                Err(error) => last_error = error,
+                // Unreachable: the other document is on the same host, so don't wait twice.
+                Err(error) if !error.answered => return Err(error.message),
+                Err(error) => last_error = error.message,
             }
         }
-        Err(JwksError::Unavailable(last_error))
+        Err(last_error)
     }
 
-    async fn get_json<T: serde::de::DeserializeOwned>(&self, url: &str) -> Result<T, String> {
+    async fn get_json<T: serde::de::DeserializeOwned>(&self, url: &str) -> Result<T, FetchError> {
         let response = self
             .http
             .get(url)
-            .timeout(Duration::from_secs(5))
+            .timeout(self.fetch_timeout)
             .send()
             .await
-            .map_err(|e| format!("GET {url}: {e}"))?;
+            .map_err(|e| FetchError {
+                message: format!("GET {url}: {e}"),
+                answered: false,
+            })?;
         if !response.status().is_success() {
-            return Err(format!("GET {url}: HTTP {}", response.status()));
+            return Err(FetchError {
+                message: format!("GET {url}: HTTP {}", response.status()),
+                answered: true,
+            });
         }
-        response
-            .json::<T>()
-            .await
-            .map_err(|e| format!("GET {url}: {e}"))
+        response.json::<T>().await.map_err(|e| FetchError {
+            message: format!("GET {url}: {e}"),
+            answered: true,
+        })
     }
 }
 
@@ -246,6 +336,111 @@ mod tests {
             Err(JwksError::UnknownKey(_))
         ));
         assert_eq!(jwks.key("k1").await.unwrap().alg.as_deref(), Some("EdDSA"));
+    }
+
+    /// An issuer that accepts connections and never answers; counts them.
+    async fn black_hole(accepts: Arc<AtomicUsize>) -> String {
+        let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+        let url = format!("http://{}", listener.local_addr().unwrap());
+        tokio::spawn(async move {
+            let mut held = Vec::new();
+            while let Ok((socket, _)) = listener.accept().await {
+                accepts.fetch_add(1, Ordering::SeqCst);
+                held.push(socket);
+            }
+        });
+        url
+    }
+
+    fn quick(issuer: String) -> JwksCache {
+        let mut jwks = JwksCache::new(
+            crate::http_client::new().unwrap(),
+            Issuer::new(issuer, None),
+        );
+        jwks.fetch_timeout = Duration::from_millis(300);
+        jwks
+    }
+
+    #[test]
+    fn the_backoff_doubles_up_to_thirty_seconds() {
+        let waits: Vec<u64> = (1..=8).map(|n| backoff(n).as_secs()).collect();
+        assert_eq!(waits, [1, 2, 4, 8, 16, 30, 30, 30]);
+        assert_eq!(backoff(u32::MAX), MAX_BACKOFF);
+    }
+
+    #[tokio::test]
+    async fn a_down_issuer_is_asked_once_per_backoff_window() {
+        let accepts = Arc::new(AtomicUsize::new(0));
+        let jwks = quick(black_hole(accepts.clone()).await);
+        let unavailable =
+            |r: &Result<CachedKey, JwksError>| matches!(r, Err(JwksError::Unavailable(_)));
+
+        // Twenty verifications at once: one fetch between them, and all fail with it.
+        let results = futures::future::join_all((0..20).map(|_| jwks.key("k1"))).await;
+        assert!(results.iter().all(unavailable));
+        assert_eq!(accepts.load(Ordering::SeqCst), 1, "one fetch for the burst");
+
+        // Twenty more one after another, inside the back-off: they do not ask the
+        // issuer, so none waits out the fetch timeout (twenty would take 6 s).
+        let started = Instant::now();
+        for _ in 0..20 {
+            assert!(unavailable(&jwks.key("k1").await));
+        }
+        assert!(
+            started.elapsed() < jwks.fetch_timeout * 5,
+            "failing fast took {:?}",
+            started.elapsed()
+        );
+        assert_eq!(
+            accepts.load(Ordering::SeqCst),
+            1,
+            "no fetch during the back-off"
+        );
+
+        // The window passes: one more fetch for the next burst, then a window twice as long.
+        if let Some(failure) = jwks.cache.write().await.failure.as_mut() {
+            failure.retry_at = Instant::now();
+        }
+        let results = futures::future::join_all((0..20).map(|_| jwks.key("k1"))).await;
+        assert!(results.iter().all(unavailable));
+        assert_eq!(accepts.load(Ordering::SeqCst), 2);
+        let cache = jwks.cache.read().await;
+        let failure = cache.failure.as_ref().unwrap();
+        assert_eq!(failure.in_a_row, 2);
+        assert!(failure.retry_at > Instant::now() + Duration::from_millis(1500));
+    }
+
+    #[tokio::test]
+    async fn cached_keys_are_served_while_the_issuer_is_down() {
+        let fetches = Arc::new(AtomicUsize::new(0));
+        let accepts = Arc::new(AtomicUsize::new(0));
+        let mut jwks = quick(issuer(fetches.clone()).await);
+        // Every verification would refresh: the worst case for an outage.
+        jwks.max_age = Duration::ZERO;
+        jwks.min_refresh = Duration::ZERO;
+        assert!(jwks.key("k1").await.is_ok());
+        // The issuer stops answering.
+        jwks.cache.write().await.jwks_uri =
+            Some(format!("{}/jwks", black_hole(accepts.clone()).await));
+
+        let results = futures::future::join_all((0..20).map(|_| jwks.key("k1"))).await;
+        assert!(
+            results.iter().all(Result::is_ok),
+            "the cached key is still served"
+        );
+        for _ in 0..20 {
+            assert!(jwks.key("k1").await.is_ok());
+        }
+        assert!(matches!(
+            jwks.key("not-cached").await,
+            Err(JwksError::Unavailable(_))
+        ));
+        assert_eq!(
+            accepts.load(Ordering::SeqCst),
+            1,
+            "one fetch for the whole outage so far"
+        );
+        assert_eq!(fetches.load(Ordering::SeqCst), 1);
     }
 
     #[tokio::test]

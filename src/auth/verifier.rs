@@ -133,7 +133,8 @@ impl TokenVerifier {
             .ok_or_else(|| self.invalid("the token names no signing key (kid)"))?;
         let key = self.jwks.key(&kid).await.map_err(|error| match error {
             JwksError::Unavailable(detail) => {
-                tracing::warn!(%detail, "cannot fetch the issuer's keys");
+                // Warned once per failed fetch by the cache; not again per request.
+                tracing::debug!(%detail, "cannot fetch the issuer's keys");
                 self.error(
                     AuthErrorKind::IssuerUnavailable,
                     "the identity provider cannot be reached to check the token; try again shortly",

@@ -2,6 +2,7 @@
 //! default) or PostgreSQL, so every query is written once, in the SQL both accept.
 
 mod clock;
+pub mod files;
 
 pub use clock::{canonical, canonical_now, parse_canonical};
 
@@ -38,7 +39,7 @@ impl Db {
             anyhow::bail!("DATABASE_URL must start with sqlite: or postgres:");
         };
         let url = if kind == DbKind::Sqlite {
-            ensure_sqlite_parent_dir(url)?;
+            prepare_sqlite_file(url)?;
             create_if_missing(url)
         } else {
             url.to_owned()
@@ -126,19 +127,39 @@ fn create_if_missing(url: &str) -> String {
     }
 }
 
-fn ensure_sqlite_parent_dir(url: &str) -> anyhow::Result<()> {
+/// Makes the database's directory and file private before SQLite opens it: SQLite
+/// creates its `-wal` and `-shm` files with the database file's mode, so they are
+/// private too. Existing wider ones are reported.
+fn prepare_sqlite_file(url: &str) -> anyhow::Result<()> {
     let path = url
         .trim_start_matches("sqlite://")
         .trim_start_matches("sqlite:");
-    let path = path.split('?').next().unwrap_or_default();
-    if path.is_empty() || path == ":memory:" {
+    let (path, options) = path.split_once('?').unwrap_or((path, ""));
+    if path.is_empty() || path == ":memory:" || options.contains("mode=memory") {
         return Ok(());
     }
-    if let Some(parent) = std::path::Path::new(path).parent()
-        && !parent.as_os_str().is_empty()
-    {
-        std::fs::create_dir_all(parent)
+    let path = std::path::Path::new(path);
+    let parent = path.parent().filter(|p| !p.as_os_str().is_empty());
+    if let Some(parent) = parent {
+        files::create_private_dir(parent)
             .with_context(|| format!("creating the data directory {}", parent.display()))?;
     }
+    // Only where SQLite would create it anyway (see `create_if_missing`).
+    if !options.contains("mode=") || options.contains("mode=rwc") {
+        files::create_private_file(path)
+            .with_context(|| format!("creating the database file {}", path.display()))?;
+    }
+    let wal = sidecar(path, "-wal");
+    let shm = sidecar(path, "-shm");
+    let mut paths = vec![path, wal.as_path(), shm.as_path()];
+    paths.extend(parent);
+    files::warn_if_shared(&paths);
     Ok(())
+}
+
+/// `maitred.db` → `maitred.db-wal`.
+fn sidecar(path: &std::path::Path, suffix: &str) -> std::path::PathBuf {
+    let mut name = path.as_os_str().to_owned();
+    name.push(suffix);
+    name.into()
 }

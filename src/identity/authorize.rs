@@ -58,7 +58,7 @@ struct Request<'a> {
     redirect_uri: String,
     state: Option<String>,
     scopes: Vec<String>,
-    code_challenge: Option<String>,
+    code_challenge: String,
     nonce: Option<String>,
     resource: String,
 }
@@ -119,7 +119,7 @@ pub async fn submit_login(
     headers: HeaderMap,
     body: Bytes,
 ) -> Response {
-    if let Err(limited) = identity.rate_limit.check(ip) {
+    if let Err(limited) = identity.rate_limit.address(ip) {
         let mut response = message_page(
             StatusCode::TOO_MANY_REQUESTS,
             "Too many attempts",
@@ -162,7 +162,9 @@ pub async fn submit_login(
     let username = params.one("username").ok().flatten().unwrap_or_default();
     let password = params.one("password").ok().flatten().unwrap_or_default();
     if !verify_password(&identity, username, password).await {
-        tracing::info!(%ip, username, "failed sign-in");
+        // People type their password into the user name field: log only a short hash,
+        // enough to see repeated attempts at one name, never the name.
+        tracing::info!(%ip, user = %name_hash(username), "failed sign-in");
         return login_form(
             &identity,
             jar,
@@ -180,7 +182,7 @@ pub async fn submit_login(
         redirect_uri: request.redirect_uri.clone(),
         scope: request.scopes.join(" "),
         resource: Some(request.resource.clone()),
-        code_challenge: request.code_challenge.clone(),
+        code_challenge: Some(request.code_challenge.clone()),
         nonce: request.nonce.clone(),
         family_id: uuid::Uuid::new_v4().to_string(),
         expires_at: chrono::Utc::now().timestamp() + CODE_TTL_SECS,
@@ -249,9 +251,8 @@ fn check<'a>(identity: &'a SharedIdentity, params: &Params) -> Result<Request<'a
             format!("client {client_id} may not use the authorization code flow"),
         ));
     }
-    let code_challenge = one("code_challenge")?.map(str::to_owned);
-    match (&code_challenge, one("code_challenge_method")?) {
-        (Some(challenge), Some("S256")) if pkce::well_formed(challenge) => {}
+    let code_challenge = match (one("code_challenge")?, one("code_challenge_method")?) {
+        (Some(challenge), Some("S256")) if pkce::well_formed(challenge) => challenge.to_owned(),
         (Some(_), Some("S256")) => {
             return Err(back(
                 "invalid_request",
@@ -264,14 +265,15 @@ fn check<'a>(identity: &'a SharedIdentity, params: &Params) -> Result<Request<'a
                 "code_challenge_method must be S256".into(),
             ));
         }
-        (None, _) if client.is_public() => {
+        // Confidential clients too, as OAuth 2.1 asks: a client secret does not stop a
+        // stolen or injected code from being redeemed by that client; PKCE does.
+        (None, _) => {
             return Err(back(
                 "invalid_request",
                 "PKCE is required: send code_challenge with code_challenge_method=S256".into(),
             ));
         }
-        (None, _) => {}
-    }
+    };
     let scopes = policy::scopes(one("scope")?, client).map_err(|e| back(e.error, e.description))?;
     let resource = policy::audience(&params.all("resource"), client)
         .map_err(|e| back(e.error, e.description))?;
@@ -368,6 +370,14 @@ async fn verify_password(identity: &SharedIdentity, username: &str, password: &s
     .await
     .unwrap_or(false);
     verified && known
+}
+
+/// The first 12 hex digits of the SHA-256 of a typed user name.
+fn name_hash(username: &str) -> String {
+    use sha2::{Digest, Sha256};
+    let mut hex = hex::encode(Sha256::digest(username.as_bytes()));
+    hex.truncate(12);
+    hex
 }
 
 fn redirect_with(base: &str, pairs: &[(&str, String)]) -> Response {

@@ -88,6 +88,7 @@ pub fn path(data_dir: &Path) -> PathBuf {
 impl DevCredentials {
     pub fn load(data_dir: &Path) -> anyhow::Result<Self> {
         let path = path(data_dir);
+        crate::db::files::warn_if_shared(&[data_dir, &path]);
         let text = std::fs::read_to_string(&path).with_context(|| {
             format!(
                 "reading {} (it is written when `maitred` first starts in dev mode)",
@@ -140,7 +141,7 @@ impl DevCredentials {
     }
 
     fn save(&self, data_dir: &Path) -> anyhow::Result<()> {
-        std::fs::create_dir_all(data_dir)
+        crate::db::files::create_private_dir(data_dir)
             .with_context(|| format!("creating {}", data_dir.display()))?;
         let path = path(data_dir);
         let text = serde_json::to_string_pretty(self)?;
@@ -211,6 +212,14 @@ impl DevCredentials {
     }
 }
 
+/// Shows the banner to the person at the terminal, on stderr but not through
+/// `tracing`: log streams are shipped and kept, and the banner holds every demo
+/// password and secret. The log says only where they are.
+pub fn print_banner(banner: &str, data_dir: &Path) {
+    eprintln!("{banner}");
+    tracing::info!("dev credentials are in {}", path(data_dir).display());
+}
+
 #[cfg(unix)]
 fn write_private(path: &Path, bytes: &[u8]) -> std::io::Result<()> {
     use std::io::Write;
@@ -227,4 +236,67 @@ fn write_private(path: &Path, bytes: &[u8]) -> std::io::Result<()> {
 #[cfg(not(unix))]
 fn write_private(path: &Path, bytes: &[u8]) -> std::io::Result<()> {
     std::fs::write(path, bytes)
+}
+
+#[cfg(test)]
+mod tests {
+    use std::sync::{Arc, Mutex};
+
+    use super::*;
+
+    /// A log destination the test can read back.
+    #[derive(Clone, Default)]
+    struct Captured(Arc<Mutex<Vec<u8>>>);
+
+    impl std::io::Write for Captured {
+        fn write(&mut self, bytes: &[u8]) -> std::io::Result<usize> {
+            self.0.lock().unwrap().extend_from_slice(bytes);
+            Ok(bytes.len())
+        }
+
+        fn flush(&mut self) -> std::io::Result<()> {
+            Ok(())
+        }
+    }
+
+    impl<'a> tracing_subscriber::fmt::MakeWriter<'a> for Captured {
+        type Writer = Captured;
+
+        fn make_writer(&'a self) -> Self::Writer {
+            self.clone()
+        }
+    }
+
+    #[test]
+    fn the_banner_is_printed_but_never_logged() {
+        let data_dir = tempfile::tempdir().unwrap();
+        let credentials = DevCredentials {
+            clients: BTreeMap::from([(
+                "maitred-cli".to_owned(),
+                "client-secret-xyz-123".to_owned(),
+            )]),
+            users: BTreeMap::from([(
+                "admin".to_owned(),
+                DevUser {
+                    password: "admin-password-456".to_owned(),
+                    password_hash: String::new(),
+                },
+            )]),
+        };
+        let settings = Settings::local(data_dir.path().to_owned(), String::new(), 1, 2, 3);
+        let banner = credentials.banner(&settings);
+        assert!(banner.contains("admin-password-456") && banner.contains("client-secret-xyz-123"));
+
+        let logs = Captured::default();
+        let subscriber = tracing_subscriber::fmt()
+            .with_writer(logs.clone())
+            .with_max_level(tracing::Level::TRACE)
+            .finish();
+        tracing::subscriber::with_default(subscriber, || print_banner(&banner, data_dir.path()));
+        let logged = String::from_utf8(logs.0.lock().unwrap().clone()).unwrap();
+        assert!(logged.contains("dev credentials are in"), "{logged}");
+        assert!(logged.contains(FILE_NAME), "{logged}");
+        assert!(!logged.contains("admin-password-456"), "{logged}");
+        assert!(!logged.contains("client-secret-xyz-123"), "{logged}");
+    }
 }

@@ -58,15 +58,89 @@ pub fn audience(resources: &[&str], client: &Client) -> Result<String, OAuthErro
     }
 }
 
-/// Audience of a token from a stored grant: the one the grant was made for, unless
-/// the request names another the client may have.
-pub fn audience_or_granted(
+/// Audience of a token from a stored grant (a code or a refresh token): the one the
+/// user authorized, never another. Asking for a different `resource` is refused
+/// rather than honoured, so a grant made for one service cannot be turned into
+/// tokens for another the same client may also reach.
+pub fn granted_audience(
     resources: &[&str],
     granted: Option<&str>,
     client: &Client,
 ) -> Result<String, OAuthError> {
-    match (resources, granted) {
-        ([], Some(granted)) => Ok(granted.to_owned()),
-        (requested, _) => audience(requested, client),
+    // Grants stored before resources were recorded were made for the default audience.
+    let granted = match granted {
+        Some(granted) => granted.to_owned(),
+        None => audience(&[], client)?,
+    };
+    let same = |a: &str| a.trim_end_matches('/') == granted.trim_end_matches('/');
+    // The client may have lost the audience since (a config change): no more tokens for it.
+    if !client.audiences.iter().any(|a| same(a)) {
+        return Err(OAuthError::invalid_target(format!(
+            "client {} may no longer get tokens for {granted}; sign in again",
+            client.id
+        )));
+    }
+    match resources {
+        [] => Ok(granted),
+        [resource] if same(resource) => Ok(granted),
+        [resource] => Err(OAuthError::invalid_target(format!(
+            "this grant is for {granted}, not {resource}; a token for {resource} needs its own authorization"
+        ))),
+        _ => Err(OAuthError::invalid_target("ask for one resource per token")),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn client() -> Client {
+        Client {
+            id: "two-audiences".into(),
+            secret: None,
+            grants: Vec::new(),
+            scopes: Vec::new(),
+            audiences: vec![
+                "https://chat.example".into(),
+                "https://mcp.example/mcp".into(),
+            ],
+            redirect_uris: Vec::new(),
+        }
+    }
+
+    #[test]
+    fn a_grant_keeps_the_audience_it_was_made_for() {
+        let client = client();
+        let granted = Some("https://chat.example");
+        assert_eq!(
+            granted_audience(&[], granted, &client).unwrap(),
+            "https://chat.example"
+        );
+        assert_eq!(
+            granted_audience(&["https://chat.example/"], granted, &client).unwrap(),
+            "https://chat.example"
+        );
+        let switched =
+            granted_audience(&["https://mcp.example/mcp"], granted, &client).unwrap_err();
+        assert_eq!(switched.error, "invalid_target");
+        assert!(switched.description.contains("needs its own authorization"));
+        // Grants from before resources were stored stand for the default audience.
+        assert_eq!(
+            granted_audience(&[], None, &client).unwrap(),
+            "https://chat.example"
+        );
+        assert_eq!(
+            granted_audience(&["https://mcp.example/mcp"], None, &client)
+                .unwrap_err()
+                .error,
+            "invalid_target"
+        );
+        // An audience the client has lost since is not renewed.
+        assert_eq!(
+            granted_audience(&[], Some("https://gone.example"), &client)
+                .unwrap_err()
+                .error,
+            "invalid_target"
+        );
     }
 }

@@ -52,9 +52,23 @@ pub async fn token(
     headers: HeaderMap,
     body: Bytes,
 ) -> Result<TokenResponse, OAuthError> {
-    identity.rate_limit.check(ip)?;
-    let params = Params::from_form(&headers, &body)?;
-    let client = authenticate_client(&identity, &headers, &params)?;
+    let limits = &identity.rate_limit;
+    // A request that fails before its client has proven itself is the address's to
+    // pay for, and once that budget is spent the answer is 429 whatever the failure.
+    let unproven = |error: OAuthError| match limits.address(ip) {
+        Ok(()) => error,
+        Err(limited) => limited,
+    };
+    let params = Params::from_form(&headers, &body).map_err(unproven)?;
+    let (client, by_secret) =
+        authenticate_client(&identity, ip, &headers, &params).map_err(unproven)?;
+    // Behind one address (the gateway, a proxy) many share its budget, and anyone
+    // there can spend it; a client that proved itself with its secret spends its own.
+    if by_secret {
+        limits.client(&client.id)?;
+    } else {
+        limits.address(ip)?;
+    }
     let grant_type = params.required("grant_type")?;
     let grant = match grant_type {
         "client_credentials" => Grant::ClientCredentials,
@@ -82,11 +96,13 @@ pub async fn token(
 }
 
 /// client_secret_basic, client_secret_post, or (public clients) just `client_id`.
+/// Returns the client and whether it proved itself with its secret.
 fn authenticate_client<'a>(
     identity: &'a SharedIdentity,
+    ip: std::net::IpAddr,
     headers: &HeaderMap,
     params: &Params,
-) -> Result<&'a Client, OAuthError> {
+) -> Result<(&'a Client, bool), OAuthError> {
     let basic = basic_credentials(headers)?;
     let posted_secret = params.one("client_secret")?;
     let (client_id, secret, via_basic) = match (basic, posted_secret) {
@@ -116,13 +132,22 @@ fn authenticate_client<'a>(
     let unknown = || OAuthError::invalid_client("unknown client or wrong secret", via_basic);
     let client = identity.registry.client(&client_id).ok_or_else(unknown)?;
     match secret {
-        Some(secret) if client.secret_matches(&secret) => Ok(client),
-        None if client.is_public() => Ok(client),
+        Some(secret) => {
+            identity.rate_limit.may_check_secret(&client.id, ip)?;
+            if client.secret_matches(&secret) {
+                Ok((client, true))
+            } else {
+                if !client.is_public() {
+                    identity.rate_limit.wrong_secret(&client.id, ip);
+                }
+                Err(unknown())
+            }
+        }
+        None if client.is_public() => Ok((client, false)),
         None => Err(OAuthError::invalid_client(
             format!("client {client_id} must authenticate with its secret"),
             via_basic,
         )),
-        Some(_) => Err(unknown()),
     }
 }
 
@@ -218,13 +243,22 @@ async fn authorization_code(
         (Some(_), None) => {
             return Err(OAuthError::invalid_request("code_verifier is missing"));
         }
-        (None, _) if client.is_public() => {
-            return Err(OAuthError::invalid_grant("public clients must use PKCE"));
+        // A verifier for a code that had no challenge proves nothing: accepting it would
+        // let a PKCE-less (downgraded) authorization pass for a PKCE one.
+        (None, Some(_)) => {
+            return Err(OAuthError::invalid_grant(
+                "a code_verifier was sent, but the authorization request had no code_challenge",
+            ));
         }
-        (None, _) => {}
+        // Every code is issued with a challenge now; one without is from before that.
+        (None, None) => {
+            return Err(OAuthError::invalid_grant(
+                "the authorization code was issued without PKCE; sign in again",
+            ));
+        }
     }
     let audience =
-        policy::audience_or_granted(&params.all("resource"), grant.resource.as_deref(), client)?;
+        policy::granted_audience(&params.all("resource"), grant.resource.as_deref(), client)?;
     let scopes: Vec<String> = grant.scope.split_whitespace().map(str::to_owned).collect();
     let user = identity
         .registry
@@ -312,7 +346,7 @@ async fn refresh_token(
     let allowed: Vec<String> = grant.scope.split_whitespace().map(str::to_owned).collect();
     let scopes = policy::scopes_within(params.one("scope")?, &allowed, &client.id)?;
     let audience =
-        policy::audience_or_granted(&params.all("resource"), grant.resource.as_deref(), client)?;
+        policy::granted_audience(&params.all("resource"), grant.resource.as_deref(), client)?;
     let user = identity
         .registry
         .user(&grant.subject)

@@ -18,6 +18,7 @@ mod policy;
 mod proxy;
 mod restart;
 mod security_gateway;
+mod security_identity;
 mod shutdown;
 mod streams;
 mod tokens;

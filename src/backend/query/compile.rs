@@ -86,11 +86,11 @@ impl Compiler<'_> {
         if op == Op::Like {
             return match (field.ty, value) {
                 (FieldType::Text, Literal::Str(s)) => {
-                    let ph = self.bind(BindValue::Text(s.clone()));
+                    let ph = self.bind(BindValue::Text(like_pattern(s)));
                     Ok((format!("LOWER({col}) LIKE LOWER({ph}) ESCAPE '\\'"), false))
                 }
                 (FieldType::Text, _) => Err(bad(
-                    "a LIKE pattern must be quoted text, with % for any run of characters and _ for one character",
+                    "a LIKE pattern must be quoted text, with % for any run of characters, _ for one character, and \\% or \\_ for a literal % or _",
                 )),
                 _ => Err(QueryError::at(
                     c.pos,
@@ -198,6 +198,30 @@ impl Compiler<'_> {
     fn text(&mut self, s: String) -> String {
         self.bind(BindValue::Text(s))
     }
+}
+
+/// A client's LIKE pattern as both databases read it alike under `ESCAPE '\'`:
+/// `\%`, `\_` and `\\` stay escapes, and any other backslash (a trailing one too) is
+/// made a literal backslash. Left alone, a trailing backslash is an error on
+/// PostgreSQL but matches nothing on SQLite, and `\x` silently means `x`.
+pub(super) fn like_pattern(raw: &str) -> String {
+    let mut out = String::with_capacity(raw.len() + 2);
+    let mut chars = raw.chars().peekable();
+    while let Some(c) = chars.next() {
+        if c != '\\' {
+            out.push(c);
+            continue;
+        }
+        match chars.peek() {
+            Some(&next @ ('%' | '_' | '\\')) => {
+                out.push('\\');
+                out.push(next);
+                chars.next();
+            }
+            _ => out.push_str("\\\\"),
+        }
+    }
+    out
 }
 
 fn midnight(day: NaiveDate) -> Option<DateTime<FixedOffset>> {

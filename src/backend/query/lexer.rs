@@ -168,13 +168,20 @@ impl Lexer {
     fn string(&mut self, quote: char, start: usize) -> Result<Token, QueryError> {
         let mut j = start + 1;
         let mut value = String::new();
+        let mut escaped_quote = false;
         loop {
             let Some(&c) = self.chars.get(j) else {
+                // `'abc\'` is usually meant to end with a backslash, not to escape the quote.
+                let hint = if escaped_quote {
+                    "; a backslash before a quote escapes it, so write \\\\ for a backslash at the end"
+                } else {
+                    ""
+                };
                 return Err(QueryError::at(
                     start,
                     format!(
                         "unterminated text value starting at position {start}: close it with a \
-                         matching {quote} (write {quote}{quote} for a {quote} inside the text)"
+                         matching {quote} (write {quote}{quote} for a {quote} inside the text){hint}"
                     ),
                 ));
             };
@@ -188,6 +195,7 @@ impl Lexer {
                     break;
                 }
             } else if c == '\\' && matches!(next, Some('\\' | '\'' | '"')) {
+                escaped_quote |= next == Some(quote);
                 value.extend(next);
                 j += 2;
             } else {

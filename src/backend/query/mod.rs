@@ -17,6 +17,14 @@
 //! Values are converted to the representation the columns actually store (0/1
 //! booleans, `YYYY-MM-DD` dates, `HH:MM` times, fixed-width UTC timestamps) so that
 //! the same comparison works on SQLite and PostgreSQL.
+//!
+//! `LIKE` is case-insensitive; in its pattern `%` is any run of characters, `_` one
+//! character, `\%` and `\_` a literal `%` and `_`, `\\` a literal backslash, and any
+//! other backslash (a trailing one included) is itself a literal backslash, so a
+//! pattern means the same on both databases and never fails. This applies to the
+//! text once unquoted: inside quotes `\\` and `\'` already stand for `\` and `'`, so
+//! `name LIKE 'abc\\'` ends with a literal backslash and `name LIKE 'abc\'` is an
+//! unterminated text.
 
 mod compile;
 mod lexer;

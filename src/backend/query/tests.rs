@@ -920,21 +920,69 @@ fn check_sql(sql: &str, first: usize, nbinds: usize) -> Result<(), TestCaseError
     Ok(())
 }
 
-/// Text-field string values of `e`, in order.
+/// Text-field string values of `e`, in order, as bound (LIKE patterns with their
+/// backslashes made unambiguous).
 fn text_values(e: &Expr, out: &mut Vec<String>) {
     match e {
         Expr::And(v) | Expr::Or(v) => v.iter().for_each(|x| text_values(x, out)),
         Expr::Cond(c) => {
             if let Predicate::Compare {
+                op,
                 value: Literal::Str(s),
                 ..
             } = &c.pred
                 && RES.field(&c.field).is_some_and(|f| f.ty == FieldType::Text)
             {
-                out.push(s.clone());
+                out.push(if *op == Op::Like {
+                    compile::like_pattern(s)
+                } else {
+                    s.clone()
+                });
             }
         }
     }
+}
+
+/// True when every backslash of `pattern` escapes `%`, `_` or a backslash: the only
+/// form PostgreSQL and SQLite read alike under `ESCAPE '\'`.
+fn unambiguous_like(pattern: &str) -> bool {
+    let mut chars = pattern.chars();
+    while let Some(c) = chars.next() {
+        if c == '\\' && !matches!(chars.next(), Some('%' | '_' | '\\')) {
+            return false;
+        }
+    }
+    true
+}
+
+#[test]
+fn like_backslashes_are_literal_unless_they_escape() {
+    for (query, bound) in [
+        // A trailing backslash: a 500 on PostgreSQL before, a literal backslash now.
+        (r"name LIKE 'abc\\'", r"abc\\"),
+        (r"name LIKE '\\'", r"\\"),
+        (r"name LIKE 'a\\\\'", r"a\\"),
+        (r"name LIKE '%\%'", r"%\%"),
+        (r"name LIKE '\_%'", r"\_%"),
+        (r"name LIKE 'C:\dir'", r"C:\\dir"),
+        (r#"name LIKE "x\\""#, r"x\\"),
+        ("name LIKE 'plain%'", "plain%"),
+    ] {
+        let f = ok(query);
+        assert_eq!(f.binds, vec![text(bound)], "{query}");
+        assert!(f.sql.ends_with("ESCAPE '\\')"), "{}", f.sql);
+    }
+    // `\'` escapes the quote, so these never close: a clear 400, not a 500.
+    for query in [r"name LIKE 'abc\'", r"name LIKE '\'"] {
+        err_has(
+            query,
+            &[
+                "unterminated text value",
+                "write \\\\ for a backslash at the end",
+            ],
+        );
+    }
+    err_has("name LIKE 42", &["\\% or \\_ for a literal % or _"]);
 }
 
 proptest! {
@@ -978,6 +1026,16 @@ proptest! {
     fn prop_compiled_sql_is_only_whitelisted_tokens(s in prop_oneof![token_soup(), typed_expr().prop_map(|e| e.to_string())], first in 1usize..100) {
         if let Ok(Some(f)) = compile_filter(&s, &RES, first) {
             check_sql(&f.sql, first, f.binds.len())?;
+        }
+    }
+
+    #[test]
+    fn prop_like_patterns_are_unambiguous(s in "[a-z%_\\\\]{0,12}") {
+        let pattern = compile::like_pattern(&s);
+        prop_assert!(unambiguous_like(&pattern), "{s:?} became {pattern:?}");
+        // What was already unambiguous is left as the client wrote it.
+        if unambiguous_like(&s) {
+            prop_assert_eq!(&pattern, &s);
         }
     }
 
