@@ -139,3 +139,35 @@ describe("ApprovalCard contents", () => {
     ]);
   });
 });
+
+describe("untrusted tool text", () => {
+  // Tool arguments and results come from the model and from guests' records: they
+  // are shown as the characters they are, never parsed as markdown or HTML.
+  const hostile = '![x](http://attacker.invalid/leak.png) <img src="http://attacker.invalid/raw.png"> **bold**';
+
+  it("shows a result summary and arguments literally, loading nothing", () => {
+    render(<ToolCard tool={{ ...base, status: "ok", durationMs: 3, arguments: { guestName: hostile }, summary: hostile }} />);
+    fireEvent.click(screen.getByTestId("tool-card-toggle"));
+    const card = screen.getByTestId("tool-card");
+    expect(card.querySelector("img, [src], strong")).toBeNull();
+    const details = screen.getByTestId("tool-card-details");
+    expect(details.textContent).toContain(hostile);
+    expect(details.textContent).toContain(JSON.stringify(hostile));
+  });
+
+  it("shows an approval's arguments literally too", () => {
+    const tool: ToolView = {
+      ...base,
+      tool: "createBooking",
+      status: "waiting",
+      arguments: { guestName: hostile },
+      approval: { expiresAt: new Date(Date.now() + 60_000).toISOString(), decision: "pending" },
+    };
+    render(<ToolCard tool={tool} onDecide={() => {}} />);
+    const card = screen.getByTestId("approval-card");
+    expect(card.querySelector("img, [src]")).toBeNull();
+    // The card's own wording has a <strong>; the guest's "**bold**" must not add one.
+    expect(card.querySelector("dl strong")).toBeNull();
+    expect(card.querySelector("dd")?.textContent).toBe(hostile);
+  });
+});
