@@ -99,6 +99,31 @@ describe("App", () => {
     expect(screen.getAllByTestId("message").filter((m) => m.dataset.role === "user")).toHaveLength(1);
   });
 
+  it("signs out only when the server ended the session", async () => {
+    const alert = vi.spyOn(window, "alert").mockImplementation(() => {});
+    net.queue(jsonResponse(200, SIGNED_IN));
+    net.queue(jsonResponse(200, []));
+    render(<App />);
+    const signOut = async (): Promise<void> => {
+      if (!screen.queryByTestId("sign-out")) fireEvent.click(await screen.findByTestId("user-menu"));
+      fireEvent.click(await screen.findByTestId("sign-out"));
+    };
+
+    // The server could not end it: still signed in, and told so.
+    net.queue(jsonResponse(500, { code: "INTERNAL_ERROR", message: "internal error" }));
+    await signOut();
+    await until(() => alert.mock.calls.length === 1, "the alert");
+    expect(String(alert.mock.calls[0]![0])).toContain("still signed in");
+    expect(screen.queryByTestId("login-button")).toBeNull();
+
+    // Already ended there (401): signed out here too.
+    net.queue(jsonResponse(401, { code: "UNAUTHORIZED", message: "no session" }));
+    await signOut();
+    await screen.findByTestId("login-button");
+    expect(alert).toHaveBeenCalledTimes(1);
+    expect(net.calls.filter((c) => c.url === "/logout")).toHaveLength(2);
+  });
+
   it("keeps the theme chosen, on <html data-theme>", async () => {
     net.queue(jsonResponse(200, SIGNED_IN));
     net.queue(jsonResponse(200, []));
