@@ -1,7 +1,7 @@
 import { act, fireEvent, render, screen, within } from "@testing-library/react";
 import { afterEach, beforeEach, describe, expect, it, vi } from "vitest";
 import { App } from "./App";
-import { fakeBody, fakeFetch, jsonResponse, sse, until } from "./test/fakeStream";
+import { fakeBody, fakeFetch, jsonBody, jsonResponse, sse, until } from "./test/fakeStream";
 
 const SIGNED_IN = {
   authenticated: true,
@@ -52,7 +52,7 @@ describe("App", () => {
     const ask = net.calls[2]!;
     expect(new Headers(ask.init.headers).get("X-CSRF-Token")).toBe("csrf-9");
 
-    await act(async () => {
+    act(() => {
       body.send(sse(1, "meta", META));
       body.send(sse(2, "tool_call", { id: "tc_1", server: "resos", tool: "getTables", title: "Looking up tables", arguments: {} }));
       body.send(sse(3, "token", { text: "| Table | Seats |\n|---|---|\n| T4 | 6 |\n" }));
@@ -63,7 +63,7 @@ describe("App", () => {
     expect(screen.getByTestId("stop-button")).toBeTruthy();
     expect(window.location.pathname).toBe("/c/conv_7");
 
-    await act(async () => {
+    act(() => {
       body.send(sse(4, "tool_result", { id: "tc_1", status: "ok", duration_ms: 42, summary: "20 records" }));
       body.send(sse(5, "done", { finish_reason: "stop" }));
     });
@@ -93,7 +93,7 @@ describe("App", () => {
     net.queue(body.response);
     fireEvent.click(screen.getByTestId("retry-button"));
     await until(() => net.calls.length === 5, "the question asked again");
-    expect(JSON.parse(String(net.calls[4]!.init.body))).toEqual({ question: "Hello?" });
+    expect(jsonBody(net.calls[4]!.init)).toEqual({ question: "Hello?" });
     expect(screen.queryByTestId("error-banner")).toBeNull();
     // The unsent copy is replaced by the one being asked.
     expect(screen.getAllByTestId("message").filter((m) => m.dataset.role === "user")).toHaveLength(1);

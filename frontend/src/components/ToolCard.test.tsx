@@ -84,7 +84,7 @@ describe("ApprovalCard actions", () => {
     const onDecide = vi.fn();
     render(<ToolCard tool={waiting} onDecide={onDecide} />);
     const card = screen.getByTestId("approval-card");
-    const select = within(card).getByTestId("remember-minutes") as HTMLSelectElement;
+    const select = within(card).getByTestId<HTMLSelectElement>("remember-minutes");
     expect(Array.from(select.options).map((o) => o.value)).toEqual(["0", "5", "10", "30"]);
     fireEvent.change(select, { target: { value: "10" } });
     fireEvent.click(within(card).getByTestId("approve-button"));
@@ -102,8 +102,8 @@ describe("ApprovalCard actions", () => {
   it("shows the time left and disables the buttons while the answer is sent", () => {
     render(<ToolCard tool={{ ...waiting, approval: { ...waiting.approval!, decision: "sending" } }} onDecide={() => {}} />);
     expect(screen.getByTestId("approval-card").textContent).toMatch(/Denied automatically in 1:(29|30)/);
-    expect((screen.getByTestId("approve-button") as HTMLButtonElement).disabled).toBe(true);
-    expect((screen.getByTestId("deny-button") as HTMLButtonElement).disabled).toBe(true);
+    expect(screen.getByTestId<HTMLButtonElement>("approve-button").disabled).toBe(true);
+    expect(screen.getByTestId<HTMLButtonElement>("deny-button").disabled).toBe(true);
   });
 });
 
