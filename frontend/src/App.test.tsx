@@ -1,7 +1,7 @@
 import { act, fireEvent, render, screen, within } from "@testing-library/react";
 import { afterEach, beforeEach, describe, expect, it, vi } from "vitest";
 import { App } from "./App";
-import { fakeBody, fakeFetch, jsonResponse, sse, until } from "./test/fakeStream";
+import { fakeBody, fakeFetch, jsonBody, jsonResponse, sse, until } from "./test/fakeStream";
 
 const SIGNED_IN = {
   authenticated: true,
@@ -52,7 +52,7 @@ describe("App", () => {
     const ask = net.calls[2]!;
     expect(new Headers(ask.init.headers).get("X-CSRF-Token")).toBe("csrf-9");
 
-    await act(async () => {
+    act(() => {
       body.send(sse(1, "meta", META));
       body.send(sse(2, "tool_call", { id: "tc_1", server: "resos", tool: "getTables", title: "Looking up tables", arguments: {} }));
       body.send(sse(3, "token", { text: "| Table | Seats |\n|---|---|\n| T4 | 6 |\n" }));
@@ -63,7 +63,7 @@ describe("App", () => {
     expect(screen.getByTestId("stop-button")).toBeTruthy();
     expect(window.location.pathname).toBe("/c/conv_7");
 
-    await act(async () => {
+    act(() => {
       body.send(sse(4, "tool_result", { id: "tc_1", status: "ok", duration_ms: 42, summary: "20 records" }));
       body.send(sse(5, "done", { finish_reason: "stop" }));
     });
@@ -93,10 +93,35 @@ describe("App", () => {
     net.queue(body.response);
     fireEvent.click(screen.getByTestId("retry-button"));
     await until(() => net.calls.length === 5, "the question asked again");
-    expect(JSON.parse(String(net.calls[4]!.init.body))).toEqual({ question: "Hello?" });
+    expect(jsonBody(net.calls[4]!.init)).toEqual({ question: "Hello?" });
     expect(screen.queryByTestId("error-banner")).toBeNull();
     // The unsent copy is replaced by the one being asked.
     expect(screen.getAllByTestId("message").filter((m) => m.dataset.role === "user")).toHaveLength(1);
+  });
+
+  it("signs out only when the server ended the session", async () => {
+    const alert = vi.spyOn(window, "alert").mockImplementation(() => {});
+    net.queue(jsonResponse(200, SIGNED_IN));
+    net.queue(jsonResponse(200, []));
+    render(<App />);
+    const signOut = async (): Promise<void> => {
+      if (!screen.queryByTestId("sign-out")) fireEvent.click(await screen.findByTestId("user-menu"));
+      fireEvent.click(await screen.findByTestId("sign-out"));
+    };
+
+    // The server could not end it: still signed in, and told so.
+    net.queue(jsonResponse(500, { code: "INTERNAL_ERROR", message: "internal error" }));
+    await signOut();
+    await until(() => alert.mock.calls.length === 1, "the alert");
+    expect(String(alert.mock.calls[0]![0])).toContain("still signed in");
+    expect(screen.queryByTestId("login-button")).toBeNull();
+
+    // Already ended there (401): signed out here too.
+    net.queue(jsonResponse(401, { code: "UNAUTHORIZED", message: "no session" }));
+    await signOut();
+    await screen.findByTestId("login-button");
+    expect(alert).toHaveBeenCalledTimes(1);
+    expect(net.calls.filter((c) => c.url === "/logout")).toHaveLength(2);
   });
 
   it("keeps the theme chosen, on <html data-theme>", async () => {

@@ -24,6 +24,37 @@ const IMMUTABLE: &str = "public, max-age=31536000, immutable";
 /// `index.html` names the current hashed assets: always revalidate it.
 const REVALIDATE: &str = "no-cache";
 
+/// The UI's Content-Security-Policy: exactly what the built UI uses, nothing else.
+/// The answers it shows are written from untrusted text (guests' records, tool
+/// output, a model that may have been prompt-injected), so the page must not be able
+/// to load or send anything elsewhere even if some markup got through.
+///
+/// - `default-src 'none'`: whatever is not listed below is refused (fonts, media,
+///   frames, workers, manifests: the UI uses none).
+/// - `script-src 'self'`, `style-src 'self'`: Vite's one module script and one
+///   stylesheet under `/assets/`; no inline `<script>` or `style=` attribute in the
+///   built `index.html`, and no `eval`. React sets styles through the CSSOM, which
+///   CSP does not restrict.
+/// - `img-src 'self'`: the favicon. Answers never contain an `<img>` (Markdown.tsx),
+///   and nothing uses `data:` images, so a leaked image URL cannot be fetched.
+/// - `connect-src 'self'`: the API and its event streams, on this origin.
+/// - `object-src 'none'`: no plugins (also implied by `default-src 'none'`, spelled
+///   out because checkers look for it).
+/// - `base-uri 'none'`: an injected `<base>` cannot redirect relative URLs.
+/// - `form-action 'none'`: the UI posts with `fetch`, never with a form (the
+///   composer's submit is prevented); `form-action` does not fall back to
+///   `default-src`, so it is set explicitly.
+/// - `frame-ancestors 'none'`: no other site may frame the UI (clickjacking an
+///   approval).
+const CONTENT_SECURITY_POLICY: &str = "default-src 'none'; script-src 'self'; \
+style-src 'self'; img-src 'self'; connect-src 'self'; object-src 'none'; \
+base-uri 'none'; form-action 'none'; frame-ancestors 'none'";
+
+/// Conversation ids are in the UI's addresses (`/c/{id}`); no request the page makes
+/// needs a `Referer` (the gateway's CSRF check uses `Origin` and `Sec-Fetch-Site`,
+/// which `fetch` still sends), so none is sent, not even to this origin.
+const REFERRER_POLICY: &str = "no-referrer";
+
 const NOT_BUILT: &str = "<!doctype html><meta charset=utf-8><title>maitred</title>\
 <h1>The web UI is not built</h1>\
 <p>Build it with <code>npm ci &amp;&amp; npm run build</code> in <code>frontend/</code>, then \
@@ -136,12 +167,14 @@ pub async fn serve(
         None => match files.get("index.html").await {
             Some(file) => (file, "index.html", REVALIDATE),
             None => {
-                return (
+                let mut response = (
                     StatusCode::NOT_FOUND,
                     [(header::CONTENT_TYPE, "text/html; charset=utf-8")],
                     NOT_BUILT,
                 )
                     .into_response();
+                harden(response.headers_mut());
+                return response;
             }
         },
     };
@@ -164,11 +197,27 @@ fn respond(file: File, name: &str, cache: &'static str, headers: &HeaderMap) -> 
     if let Some(etag) = file.etag.and_then(|e| HeaderValue::from_str(&e).ok()) {
         out.insert(header::ETAG, etag);
     }
-    out.insert(
+    harden(out);
+    response
+}
+
+/// The security headers of every UI response, pages and assets alike: a policy on an
+/// asset does nothing for the page, but an asset opened on its own (a script or the
+/// SVG icon in a tab) is a document too.
+fn harden(headers: &mut HeaderMap) {
+    headers.insert(
+        header::CONTENT_SECURITY_POLICY,
+        HeaderValue::from_static(CONTENT_SECURITY_POLICY),
+    );
+    // A file is what its Content-Type says: never a script sniffed out of text.
+    headers.insert(
         header::X_CONTENT_TYPE_OPTIONS,
         HeaderValue::from_static("nosniff"),
     );
-    response
+    headers.insert(
+        header::REFERRER_POLICY,
+        HeaderValue::from_static(REFERRER_POLICY),
+    );
 }
 
 #[cfg(test)]
@@ -185,6 +234,30 @@ mod tests {
         assert_eq!(inside(dir, "../secret"), None);
         assert_eq!(inside(dir, "assets/../../secret"), None);
         assert_eq!(inside(dir, "/etc/passwd"), None);
+    }
+
+    #[test]
+    fn a_revalidated_file_keeps_the_security_headers() {
+        // Only the embedded UI has ETags; a 304 must not drop the policy, since the
+        // browser merges the 304's headers into the cached response it shows.
+        let file = || File {
+            bytes: Cow::Borrowed(b"<!doctype html>"),
+            etag: Some("\"abc\"".to_owned()),
+        };
+        let mut asked = HeaderMap::new();
+        asked.insert(header::IF_NONE_MATCH, HeaderValue::from_static("\"abc\""));
+        let response = respond(file(), "index.html", REVALIDATE, &asked);
+        assert_eq!(response.status(), StatusCode::NOT_MODIFIED);
+        for name in [
+            header::CONTENT_SECURITY_POLICY,
+            header::X_CONTENT_TYPE_OPTIONS,
+            header::REFERRER_POLICY,
+        ] {
+            assert!(
+                response.headers().contains_key(&name),
+                "a 304 without {name}"
+            );
+        }
     }
 
     #[test]

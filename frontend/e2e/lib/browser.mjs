@@ -21,8 +21,9 @@ export function launchBrowser() {
 
 /**
  * A fresh context (its own cookies) on the gateway's origin. Uncaught page errors
- * are collected so a test can fail on them: a UI that throws is broken even when
- * the screen looks right.
+ * and Content-Security-Policy violations are collected so a test can fail on them:
+ * a UI that throws, or that tries to load something its policy refuses, is broken
+ * even when the screen looks right.
  */
 export async function newPage(browser, stack, { colorScheme = 'light' } = {}) {
   const context = await browser.newContext({
@@ -37,7 +38,22 @@ export async function newPage(browser, stack, { colorScheme = 'light' } = {}) {
   const page = await context.newPage();
   page.pageErrors = [];
   page.on('pageerror', (error) => page.pageErrors.push(error));
+  // Chromium reports every refusal on the console ("Refused to load the image ...
+  // because it violates the following Content Security Policy directive ..."); the
+  // page's own securitypolicyviolation event would be lost on each navigation.
+  page.cspViolations = [];
+  page.on('console', (message) => {
+    if (isCspViolation(message.text())) page.cspViolations.push(message.text());
+  });
   return page;
+}
+
+export const isCspViolation = (text) => /Content Security Policy/i.test(text);
+
+/** What every test file checks last: the page never threw, and its policy never had to refuse anything. */
+export function assertCleanPage(assert, page) {
+  assert.deepEqual(page.pageErrors.map(String), [], 'uncaught errors in the page');
+  assert.deepEqual(page.cspViolations, [], 'Content-Security-Policy violations');
 }
 
 export const byTestId = (id, attrs = '') => `[data-testid="${id}"]${attrs}`;

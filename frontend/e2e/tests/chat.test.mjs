@@ -9,6 +9,7 @@ import { after, before, describe, test } from 'node:test';
 
 import {
   ask,
+  assertCleanPage,
   byTestId,
   diagnosed,
   lastAssistant,
@@ -219,7 +220,7 @@ describe('chat with the offline model', () => {
     assert.equal(await page.locator(byTestId('conversation-item')).count(), 0);
   });
 
-  it('threw no uncaught errors in the page', () => {
-    assert.deepEqual(page.pageErrors.map(String), []);
+  it('threw no uncaught errors in the page, and broke no Content-Security-Policy', () => {
+    assertCleanPage(assert, page);
   });
 });

@@ -11,6 +11,7 @@ import { after, before, describe, test } from 'node:test';
 import {
   artifactsDir,
   ask,
+  assertCleanPage,
   byTestId,
   diagnosed,
   lastAssistant,
@@ -68,5 +69,9 @@ describe('screenshots of the chat page', () => {
     await page.reload();
     await page.locator(byTestId('user-menu')).waitFor();
     assert.equal(await page.locator('html').getAttribute('data-theme'), 'dark');
+  });
+
+  it('threw no uncaught errors in the page, and broke no Content-Security-Policy', () => {
+    assertCleanPage(assert, page);
   });
 });

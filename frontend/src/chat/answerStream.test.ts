@@ -1,7 +1,7 @@
 import { afterEach, beforeEach, describe, expect, it, vi } from "vitest";
 import { Api, HttpError } from "../api/http";
 import type { ChatEvent } from "../api/types";
-import { fakeBody, fakeFetch, jsonResponse, sse, until } from "../test/fakeStream";
+import { fakeBody, fakeFetch, jsonBody, jsonResponse, sse, until } from "../test/fakeStream";
 import { AnswerStream, type StreamEnd } from "./answerStream";
 
 const META = { conversation_id: "conv_1", message_id: "gen_1", model: "maitred-offline" };
@@ -17,7 +17,8 @@ describe("AnswerStream", () => {
   let ended: StreamEnd[];
   const api = new Api("csrf-1");
   const win = new EventTarget();
-  const doc = Object.assign(new EventTarget(), { visibilityState: "visible" as DocumentVisibilityState });
+  const visible: DocumentVisibilityState = "visible";
+  const doc = Object.assign(new EventTarget(), { visibilityState: visible });
 
   beforeEach(() => {
     net = fakeFetch();
@@ -93,7 +94,7 @@ describe("AnswerStream", () => {
     expect(ask.init.method).toBe("POST");
     expect(headerOf(ask.init, "X-CSRF-Token")).toBe("csrf-1");
     expect(headerOf(ask.init, "Content-Type")).toBe("application/json");
-    expect(JSON.parse(String(ask.init.body))).toEqual({ question: "How many tables?" });
+    expect(jsonBody(ask.init)).toEqual({ question: "How many tables?" });
   });
 
   it("keeps trying with backoff while the gateway is unreachable, then resumes", async () => {

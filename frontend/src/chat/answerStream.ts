@@ -49,7 +49,10 @@ export interface AnswerStreamOptions {
 export function toChatEvent(raw: SseEvent): ChatEvent | null {
   if (!EVENT_NAMES.has(raw.event as ChatEvent["type"])) return null;
   try {
-    return { type: raw.event, data: JSON.parse(raw.data) } as ChatEvent;
+    // The event's name was checked above; its data is the gateway's JSON for that
+    // event, trusted to have that event's shape (the gateway is this UI's own server).
+    const data: unknown = JSON.parse(raw.data);
+    return { type: raw.event, data } as ChatEvent;
   } catch {
     return null;
   }

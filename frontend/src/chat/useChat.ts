@@ -1,7 +1,7 @@
 // The chat page's state: the transcript of the open conversation, the answer being
 // followed, and what went wrong. Streams, approvals and loads all go through here.
 
-import { useCallback, useEffect, useMemo, useReducer, useRef } from "react";
+import { useCallback, useEffect, useLayoutEffect, useMemo, useReducer, useRef } from "react";
 import { HttpError, type Api } from "../api/http";
 import type { ChatEvent, ErrorEvent } from "../api/types";
 import { applyEvent, emptyAnswer, setApproval, turnsFromConversation, type Approval, type Turn } from "./answer";
@@ -113,10 +113,15 @@ export function useChat(api: Api, callbacks: ChatCallbacks, streamOptions: Parti
   const conversationRef = useRef<string | null>(null);
   const streamRef = useRef<{ stream: AnswerStream; key: string } | null>(null);
   const loadRef = useRef<AbortController | null>(null);
+  // The stream's handlers outlive the render that made them: they read the newest
+  // callbacks and options through these refs, updated after every commit (before any
+  // event the stream could deliver), never during a render.
   const callbacksRef = useRef(callbacks);
-  callbacksRef.current = callbacks;
   const optionsRef = useRef(streamOptions);
-  optionsRef.current = streamOptions;
+  useLayoutEffect(() => {
+    callbacksRef.current = callbacks;
+    optionsRef.current = streamOptions;
+  });
 
   const closeStream = useCallback(() => {
     streamRef.current?.stream.close();
@@ -194,35 +199,40 @@ export function useChat(api: Api, callbacks: ChatCallbacks, streamOptions: Parti
   );
 
   const load = useCallback(
-    (id: string, resume: boolean) => {
-      loadRef.current?.abort();
-      const controller = new AbortController();
-      loadRef.current = controller;
-      api.conversation(id, controller.signal).then(
-        (conversation) => {
-          if (controller.signal.aborted) return;
-          const turns = turnsFromConversation(conversation, resume);
-          dispatch({ type: "loaded", turns });
-          const last = turns[turns.length - 1];
-          // Reopened while its answer still runs (a reload mid-answer): watch it from the start.
-          if (resume && last?.kind === "assistant" && last.answer.streaming && last.answer.messageId) {
-            const messageId = last.answer.messageId;
-            dispatch({ type: "restart", key: last.key, messageId });
-            follow(last.key, { messageId }, null, (again) => load(again, false));
-          }
-        },
-        (error: unknown) => {
-          if (controller.signal.aborted) return;
-          dispatch({ type: "loaded", turns: [] });
-          const notFound = error instanceof HttpError && error.status === 404;
-          dispatch({
-            type: "failure",
-            failure: notFound
-              ? { title: "Conversation not found", message: "It may have been deleted.", retry: null }
-              : failureFromError(error, null),
-          });
-        },
-      );
+    (conversationId: string, resumeRunning: boolean) => {
+      // A named function, so an answer found gone while being followed can load its
+      // conversation again without the callback naming itself before it exists.
+      function run(id: string, resume: boolean): void {
+        loadRef.current?.abort();
+        const controller = new AbortController();
+        loadRef.current = controller;
+        api.conversation(id, controller.signal).then(
+          (conversation) => {
+            if (controller.signal.aborted) return;
+            const turns = turnsFromConversation(conversation, resume);
+            dispatch({ type: "loaded", turns });
+            const last = turns[turns.length - 1];
+            // Reopened while its answer still runs (a reload mid-answer): watch it from the start.
+            if (resume && last?.kind === "assistant" && last.answer.streaming && last.answer.messageId) {
+              const messageId = last.answer.messageId;
+              dispatch({ type: "restart", key: last.key, messageId });
+              follow(last.key, { messageId }, null, (again) => run(again, false));
+            }
+          },
+          (error: unknown) => {
+            if (controller.signal.aborted) return;
+            dispatch({ type: "loaded", turns: [] });
+            const notFound = error instanceof HttpError && error.status === 404;
+            dispatch({
+              type: "failure",
+              failure: notFound
+                ? { title: "Conversation not found", message: "It may have been deleted.", retry: null }
+                : failureFromError(error, null),
+            });
+          },
+        );
+      }
+      run(conversationId, resumeRunning);
     },
     [api, follow],
   );

@@ -1,5 +1,5 @@
 import { useCallback, useEffect, useMemo, useRef, useState, type ReactElement } from "react";
-import { Api } from "../api/http";
+import { Api, HttpError } from "../api/http";
 import { OFFLINE_MODEL, type ConversationSummary, type User } from "../api/types";
 import { useChat } from "../chat/useChat";
 import { useConversations } from "../hooks/useConversations";
@@ -82,7 +82,15 @@ export function ChatShell({
   };
 
   const signOut = (): void => {
-    api.logout().finally(onSignedOut);
+    api.logout().then(onSignedOut, (error: unknown) => {
+      // A session the server no longer knows is signed out already. Any other failure
+      // leaves it valid there: the screen must not claim otherwise (a shared computer).
+      if (error instanceof HttpError && error.status === 401) {
+        onSignedOut();
+      } else {
+        window.alert(`Signing out failed: ${error instanceof Error ? error.message : String(error)}. You are still signed in.`);
+      }
+    });
   };
 
   const lastAnswer = [...chat.state.turns].reverse().find((t) => t.kind === "assistant");

@@ -4,14 +4,20 @@ import type { Failure } from "../chat/failure";
 import { AlertIcon, CrossIcon } from "./icons";
 
 function useCountdown(seconds: number | undefined): number {
-  const [left, setLeft] = useState(seconds ?? 0);
+  const [countdown, setCountdown] = useState({ from: seconds, left: seconds ?? 0 });
+  // A new wait (another failure) starts over in this very render, not one render
+  // late from an effect: React's pattern for state that follows a prop.
+  let left = countdown.left;
+  if (countdown.from !== seconds) {
+    left = seconds ?? 0;
+    setCountdown({ from: seconds, left });
+  }
   useEffect(() => {
-    setLeft(seconds ?? 0);
     if (!seconds) return;
     const started = Date.now();
     const timer = setInterval(() => {
       const remaining = Math.max(0, seconds - Math.floor((Date.now() - started) / 1000));
-      setLeft(remaining);
+      setCountdown({ from: seconds, left: remaining });
       if (remaining === 0) clearInterval(timer);
     }, 250);
     return () => clearInterval(timer);

@@ -15,18 +15,22 @@ export function LiveAnnouncer({
 }): ReactElement {
   const [message, setMessage] = useState("");
   const spoken = useRef({ key: answerKey, upTo: 0 });
-  const latest = useRef({ text, streaming });
-  latest.current = { text, streaming };
+  const latest = useRef(text);
 
-  if (spoken.current.key !== answerKey) {
-    // A new answer; one already there when it appeared (history) is not read out.
-    spoken.current = { key: answerKey, upTo: streaming ? 0 : text.length };
-  }
+  // First of the effects, which run in order after each commit: the timer below reads
+  // the newest text, and the ones below see which answer this is.
+  useEffect(() => {
+    latest.current = text;
+    if (spoken.current.key !== answerKey) {
+      // A new answer; one already there when it appeared (history) is not read out.
+      spoken.current = { key: answerKey, upTo: streaming ? 0 : text.length };
+    }
+  }, [answerKey, text, streaming]);
 
   useEffect(() => {
     if (!streaming) return;
     const timer = setInterval(() => {
-      const { say, upTo } = nextChunk(latest.current.text, spoken.current.upTo, false);
+      const { say, upTo } = nextChunk(latest.current, spoken.current.upTo, false);
       spoken.current.upTo = upTo;
       if (say) setMessage(say);
     }, EVERY_MS);

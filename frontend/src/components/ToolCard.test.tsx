@@ -84,7 +84,7 @@ describe("ApprovalCard actions", () => {
     const onDecide = vi.fn();
     render(<ToolCard tool={waiting} onDecide={onDecide} />);
     const card = screen.getByTestId("approval-card");
-    const select = within(card).getByTestId("remember-minutes") as HTMLSelectElement;
+    const select = within(card).getByTestId<HTMLSelectElement>("remember-minutes");
     expect(Array.from(select.options).map((o) => o.value)).toEqual(["0", "5", "10", "30"]);
     fireEvent.change(select, { target: { value: "10" } });
     fireEvent.click(within(card).getByTestId("approve-button"));
@@ -102,8 +102,8 @@ describe("ApprovalCard actions", () => {
   it("shows the time left and disables the buttons while the answer is sent", () => {
     render(<ToolCard tool={{ ...waiting, approval: { ...waiting.approval!, decision: "sending" } }} onDecide={() => {}} />);
     expect(screen.getByTestId("approval-card").textContent).toMatch(/Denied automatically in 1:(29|30)/);
-    expect((screen.getByTestId("approve-button") as HTMLButtonElement).disabled).toBe(true);
-    expect((screen.getByTestId("deny-button") as HTMLButtonElement).disabled).toBe(true);
+    expect(screen.getByTestId<HTMLButtonElement>("approve-button").disabled).toBe(true);
+    expect(screen.getByTestId<HTMLButtonElement>("deny-button").disabled).toBe(true);
   });
 });
 
@@ -137,5 +137,37 @@ describe("ApprovalCard contents", () => {
       ["people", "2"],
       ["time", "19:30"],
     ]);
+  });
+});
+
+describe("untrusted tool text", () => {
+  // Tool arguments and results come from the model and from guests' records: they
+  // are shown as the characters they are, never parsed as markdown or HTML.
+  const hostile = '![x](http://attacker.invalid/leak.png) <img src="http://attacker.invalid/raw.png"> **bold**';
+
+  it("shows a result summary and arguments literally, loading nothing", () => {
+    render(<ToolCard tool={{ ...base, status: "ok", durationMs: 3, arguments: { guestName: hostile }, summary: hostile }} />);
+    fireEvent.click(screen.getByTestId("tool-card-toggle"));
+    const card = screen.getByTestId("tool-card");
+    expect(card.querySelector("img, [src], strong")).toBeNull();
+    const details = screen.getByTestId("tool-card-details");
+    expect(details.textContent).toContain(hostile);
+    expect(details.textContent).toContain(JSON.stringify(hostile));
+  });
+
+  it("shows an approval's arguments literally too", () => {
+    const tool: ToolView = {
+      ...base,
+      tool: "createBooking",
+      status: "waiting",
+      arguments: { guestName: hostile },
+      approval: { expiresAt: new Date(Date.now() + 60_000).toISOString(), decision: "pending" },
+    };
+    render(<ToolCard tool={tool} onDecide={() => {}} />);
+    const card = screen.getByTestId("approval-card");
+    expect(card.querySelector("img, [src]")).toBeNull();
+    // The card's own wording has a <strong>; the guest's "**bold**" must not add one.
+    expect(card.querySelector("dl strong")).toBeNull();
+    expect(card.querySelector("dd")?.textContent).toBe(hostile);
   });
 });

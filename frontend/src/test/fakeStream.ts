@@ -46,13 +46,20 @@ export function fakeFetch(): {
   const calls: FetchCall[] = [];
   const answers: (Response | Error | (() => Response | Promise<Response>))[] = [];
   const fetchFn = (async (input: RequestInfo | URL, init: RequestInit = {}) => {
-    calls.push({ url: String(input), init });
+    const url = typeof input === "string" ? input : input instanceof URL ? input.href : input.url;
+    calls.push({ url, init });
     const next = answers.shift();
-    if (!next) throw new Error(`unexpected fetch ${String(input)}`);
+    if (!next) throw new Error(`unexpected fetch ${url}`);
     if (next instanceof Error) throw next;
     return typeof next === "function" ? next() : next;
   }) as typeof fetch;
   return { fetch: fetchFn, calls, queue: (a) => answers.push(a) };
+}
+
+/** A call's JSON body, parsed; a body that is not text fails the test instead of parsing "[object ...]". */
+export function jsonBody(init: RequestInit): unknown {
+  if (typeof init.body !== "string") throw new Error(`the body is not JSON text: ${typeof init.body}`);
+  return JSON.parse(init.body);
 }
 
 export const tick = (ms = 0): Promise<void> => new Promise((r) => setTimeout(r, ms));
