@@ -9,7 +9,7 @@ const SIGNED_IN = {
   user: { subject: "u1", name: "Oscar Operator", email: "o@example.test", roles: ["OPERATOR"] },
   model: "maitred-offline",
 };
-const META = { conversation_id: "conv_7", message_id: "gen_7", model: "maitred-offline" };
+const META = { conversation_id: "conv_7", message_id: "msg_7", model: "maitred-offline" };
 
 describe("App", () => {
   let net: ReturnType<typeof fakeFetch>;

@@ -13,6 +13,7 @@ const MAX_TRACKED: usize = 10_000;
 
 pub struct Budget<K: Hash + Eq + Clone> {
     limiter: DefaultKeyedRateLimiter<K>,
+    burst: u32,
 }
 
 impl<K: Hash + Eq + Clone> Budget<K> {
@@ -22,7 +23,13 @@ impl<K: Hash + Eq + Clone> Budget<K> {
         let burst = NonZeroU32::new(requests.div_ceil(4).max(5)).unwrap_or(NonZeroU32::MIN);
         Self {
             limiter: RateLimiter::keyed(Quota::per_minute(per_minute).allow_burst(burst)),
+            burst: burst.get(),
         }
+    }
+
+    /// How many requests may come at once.
+    pub fn burst(&self) -> u32 {
+        self.burst
     }
 
     /// Spends one request of `key`'s budget; `Err` is how long until the next one.

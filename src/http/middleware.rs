@@ -11,6 +11,7 @@ use tower::ServiceBuilder;
 use tower_http::catch_panic::CatchPanicLayer;
 use tower_http::request_id::{MakeRequestUuid, PropagateRequestIdLayer, SetRequestIdLayer};
 use tower_http::sensitive_headers::SetSensitiveHeadersLayer;
+use tower_http::set_header::SetResponseHeaderLayer;
 use tower_http::trace::TraceLayer;
 use tracing::Span;
 
@@ -71,6 +72,12 @@ pub fn wrap(router: Router, metrics: &Metrics, proxies: &TrustedProxies) -> Rout
                 }),
         )
         .layer(PropagateRequestIdLayer::new(REQUEST_ID))
+        // No response is ever to be read as another type than it says (a JSON error
+        // echoing input sniffed as HTML, say).
+        .layer(SetResponseHeaderLayer::if_not_present(
+            header::X_CONTENT_TYPE_OPTIONS,
+            HeaderValue::from_static("nosniff"),
+        ))
         // Around the panic catcher, so a panic counts as the 500 the client gets.
         .layer(from_fn_with_state(
             metrics.clone(),

@@ -13,16 +13,13 @@
 
 use std::collections::HashMap;
 use std::net::IpAddr;
-use std::num::NonZeroU32;
 use std::sync::Mutex;
 use std::time::{Duration, Instant};
 
-use governor::clock::{Clock, DefaultClock};
-use governor::{DefaultKeyedRateLimiter, Quota, RateLimiter};
-
 use super::error::OAuthError;
+use crate::http::budget::Budget;
 
-/// Past this many tracked keys, idle ones are forgotten.
+/// Past this many tracked guessers, stale ones are forgotten.
 const MAX_TRACKED: usize = 10_000;
 /// How long wrong secrets for one client from one address are remembered.
 const GUESS_WINDOW: Duration = Duration::from_secs(60);
@@ -33,8 +30,8 @@ struct Guesses {
 }
 
 pub struct AuthRateLimit {
-    addresses: DefaultKeyedRateLimiter<IpAddr>,
-    clients: DefaultKeyedRateLimiter<String>,
+    addresses: Budget<IpAddr>,
+    clients: Budget<String>,
     guesses: Mutex<HashMap<(String, IpAddr), Guesses>>,
     /// Wrong secrets for one client from one address per window.
     max_guesses: u32,
@@ -42,24 +39,18 @@ pub struct AuthRateLimit {
 
 impl AuthRateLimit {
     pub fn per_minute(requests: u32) -> Self {
-        let per_minute = NonZeroU32::new(requests).unwrap_or(NonZeroU32::MIN);
-        let burst = NonZeroU32::new(requests.div_ceil(4).max(5)).unwrap_or(NonZeroU32::MIN);
-        let quota = Quota::per_minute(per_minute).allow_burst(burst);
+        let addresses = Budget::per_minute(requests);
         Self {
-            addresses: RateLimiter::keyed(quota),
-            clients: RateLimiter::keyed(quota),
+            max_guesses: addresses.burst(),
+            addresses,
+            clients: Budget::per_minute(requests),
             guesses: Mutex::new(HashMap::new()),
-            max_guesses: burst.get(),
         }
     }
 
     /// Spends one from the address's budget: for requests that prove nothing.
     pub fn address(&self, ip: IpAddr) -> Result<(), OAuthError> {
-        if self.addresses.len() > MAX_TRACKED {
-            self.addresses.retain_recent();
-        }
-        self.addresses.check_key(&ip).map_err(|not_until| {
-            let wait = not_until.wait_time_from(DefaultClock::default().now());
+        self.addresses.spend(&ip).map_err(|wait| {
             tracing::warn!(%ip, "auth rate limit exceeded");
             OAuthError::rate_limited(wait.as_secs().max(1))
         })
@@ -67,16 +58,10 @@ impl AuthRateLimit {
 
     /// Spends one from the budget of a client that authenticated with its secret.
     pub fn client(&self, client_id: &str) -> Result<(), OAuthError> {
-        if self.clients.len() > MAX_TRACKED {
-            self.clients.retain_recent();
-        }
-        self.clients
-            .check_key(&client_id.to_owned())
-            .map_err(|not_until| {
-                let wait = not_until.wait_time_from(DefaultClock::default().now());
-                tracing::warn!(client_id, "auth rate limit exceeded by a client");
-                OAuthError::rate_limited(wait.as_secs().max(1))
-            })
+        self.clients.spend(&client_id.to_owned()).map_err(|wait| {
+            tracing::warn!(client_id, "auth rate limit exceeded by a client");
+            OAuthError::rate_limited(wait.as_secs().max(1))
+        })
     }
 
     /// Whether a secret for `client_id` from `ip` may be checked at all.

@@ -195,3 +195,24 @@ async fn health_and_readiness() {
     assert_eq!(unready.status(), 503);
     app.stop().await;
 }
+
+/// An error that echoes input must never be read as HTML: every role's answers, JSON
+/// and streams alike, say `nosniff`.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn every_role_answers_with_nosniff() {
+    let app = TestApp::spawn_with(&Database::Sqlite, |_| {}).await;
+    for url in [
+        format!("{}/customers/<script>", app.api),
+        format!("{}/mcp", app.mcp_url.trim_end_matches("/mcp")),
+        format!("{}/healthz", app.url),
+        format!("{}/api/v1/resos/conversations", app.gateway_url),
+    ] {
+        let response = app.http.get(&url).send().await.unwrap();
+        assert_eq!(
+            response.headers()["x-content-type-options"],
+            "nosniff",
+            "{url}"
+        );
+    }
+    app.stop().await;
+}

@@ -31,7 +31,7 @@ export interface StoredToolCall {
 
 export interface StoredMessage {
   id: string;
-  generation_id: string | null;
+  message_id: string | null;
   role: "user" | "assistant";
   content: string | null;
   status: string;

@@ -5,7 +5,7 @@ import { applyEvent, emptyAnswer, titleFromToolName, turnsFromConversation, type
 function row(change: Partial<StoredMessage>): StoredMessage {
   return {
     id: "msg",
-    generation_id: "gen_1",
+    message_id: "msg_1",
     role: "assistant",
     content: null,
     status: "complete",
@@ -32,7 +32,7 @@ const call = {
 describe("applyEvent", () => {
   it("builds an answer from the stream's events", () => {
     let answer: Answer = emptyAnswer();
-    answer = applyEvent(answer, { type: "meta", data: { conversation_id: "c", message_id: "gen_1", model: "m" } });
+    answer = applyEvent(answer, { type: "meta", data: { conversation_id: "c", message_id: "msg_1", model: "m" } });
     answer = applyEvent(answer, { type: "token", data: { text: "Let me look." } });
     answer = applyEvent(answer, {
       type: "tool_call",
@@ -46,7 +46,7 @@ describe("applyEvent", () => {
     answer = applyEvent(answer, { type: "tool_result", data: { id: "tc_1", status: "ok", duration_ms: 40, summary: "booked" } });
     answer = applyEvent(answer, { type: "token", data: { text: "Booked." } });
     answer = applyEvent(answer, { type: "done", data: { finish_reason: "stop" } });
-    expect(answer.messageId).toBe("gen_1");
+    expect(answer.messageId).toBe("msg_1");
     expect(answer.text).toBe("Let me look.\n\nBooked.");
     expect(answer.tools).toHaveLength(1);
     expect(answer.tools[0]).toMatchObject({ status: "ok", durationMs: 40, summary: "booked" });
@@ -71,8 +71,8 @@ describe("turnsFromConversation", () => {
         row({ id: "m1", role: "user", content: "Book for two", model: null }),
         row({ id: "m2", content: "", tool_calls: [{ ...call, status: "ok", duration_ms: 30, summary: "booked" }] }),
         row({ id: "m3", content: "Done: booked." }),
-        row({ id: "m4", role: "user", content: "Thanks", generation_id: "gen_2", model: null }),
-        row({ id: "m5", content: "You're welcome.", generation_id: "gen_2" }),
+        row({ id: "m4", role: "user", content: "Thanks", message_id: "msg_2", model: null }),
+        row({ id: "m5", content: "You're welcome.", message_id: "msg_2" }),
       ]),
     );
     expect(turns.map((t) => t.kind)).toEqual(["user", "assistant", "user", "assistant"]);

@@ -218,7 +218,7 @@ function mayBeRunning(rows: StoredMessage[]): boolean {
 
 function storedAnswer(rows: StoredMessage[], running: boolean): Answer {
   const last = rows[rows.length - 1];
-  const answer = emptyAnswer(rows[0]?.generation_id ?? null);
+  const answer = emptyAnswer(rows[0]?.message_id ?? null);
   answer.text = rows
     .map((r) => r.content ?? "")
     .filter((c) => c !== "")
@@ -253,7 +253,7 @@ export function turnsFromConversation(conversation: Conversation, live = false):
   };
   for (const message of conversation.messages) {
     if (message.role === "assistant") {
-      if (group.length > 0 && group[0]?.generation_id !== message.generation_id) flush();
+      if (group.length > 0 && group[0]?.message_id !== message.message_id) flush();
       group.push(message);
     } else if (message.role === "user") {
       flush();
@@ -267,9 +267,9 @@ export function turnsFromConversation(conversation: Conversation, live = false):
   if (last?.kind === "assistant") {
     const rows = groups[groups.length - 1] ?? [];
     if (mayBeRunning(rows)) turns[turns.length - 1] = { ...last, answer: storedAnswer(rows, true) };
-  } else if (last?.kind === "user" && lastMessage?.generation_id) {
+  } else if (last?.kind === "user" && lastMessage?.message_id) {
     // Asked, and no model turn stored yet: the answer may be on its way.
-    turns.push({ kind: "assistant", key: `${last.key}-answer`, answer: emptyAnswer(lastMessage.generation_id) });
+    turns.push({ kind: "assistant", key: `${last.key}-answer`, answer: emptyAnswer(lastMessage.message_id) });
   }
   return turns;
 }

@@ -4,7 +4,7 @@ import type { ChatEvent } from "../api/types";
 import { fakeBody, fakeFetch, jsonBody, jsonResponse, sse, until } from "../test/fakeStream";
 import { AnswerStream, type StreamEnd } from "./answerStream";
 
-const META = { conversation_id: "conv_1", message_id: "gen_1", model: "maitred-offline" };
+const META = { conversation_id: "conv_1", message_id: "msg_1", model: "maitred-offline" };
 
 function headerOf(init: RequestInit, name: string): string | null {
   return new Headers(init.headers).get(name);
@@ -68,7 +68,7 @@ describe("AnswerStream", () => {
 
     await until(() => net.calls.length === 2, "a resume request");
     const resume = net.calls[1]!;
-    expect(resume.url).toBe("/api/v1/resos/stream/chat/gen_1");
+    expect(resume.url).toBe("/api/v1/resos/stream/chat/msg_1");
     expect(headerOf(resume.init, "Last-Event-ID")).toBe("3");
     expect(resume.init.method ?? "GET").toBe("GET");
 
@@ -148,7 +148,7 @@ describe("AnswerStream", () => {
   it("says the answer is gone when the server no longer has it", async () => {
     const first = fakeBody();
     net.queue(first.response);
-    net.queue(jsonResponse(404, { code: "RESOURCE_NOT_FOUND", message: "generation gen_1 not found" }));
+    net.queue(jsonResponse(404, { code: "RESOURCE_NOT_FOUND", message: "generation msg_1 not found" }));
     follow();
     first.send(sse(1, "meta", META));
     await until(() => events.length === 1, "meta");

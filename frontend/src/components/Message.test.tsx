@@ -4,7 +4,7 @@ import { emptyAnswer, type Answer } from "../chat/answer";
 import { AssistantMessage } from "./Message";
 
 function answer(change: Partial<Answer>): Answer {
-  return { ...emptyAnswer("gen_1"), streaming: false, finish: "stop", ...change };
+  return { ...emptyAnswer("msg_1"), streaming: false, finish: "stop", ...change };
 }
 
 describe("AssistantMessage", () => {

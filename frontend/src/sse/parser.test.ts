@@ -10,7 +10,7 @@ function parse(chunks: string[]): { events: SseEvent[]; comments: string[]; pars
 }
 
 const STREAM =
-  'id: 1\nevent: meta\ndata: {"message_id":"gen_1"}\n\n' +
+  'id: 1\nevent: meta\ndata: {"message_id":"msg_1"}\n\n' +
   ": ping\n\n" +
   'id: 2\nevent: token\ndata: {"text":"Hello"}\n\n' +
   'id: 3\nevent: done\ndata: {"finish_reason":"stop"}\n\n';
@@ -19,7 +19,7 @@ describe("SseParser", () => {
   it("reads ids, event names and data", () => {
     const { events, parser } = parse([STREAM]);
     expect(events).toEqual([
-      { id: "1", event: "meta", data: '{"message_id":"gen_1"}' },
+      { id: "1", event: "meta", data: '{"message_id":"msg_1"}' },
       { id: "2", event: "token", data: '{"text":"Hello"}' },
       { id: "3", event: "done", data: '{"finish_reason":"stop"}' },
     ]);
