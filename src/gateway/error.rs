@@ -38,6 +38,9 @@ pub enum GatewayError {
     SessionUnavailable { retry_after: u64 },
     #[error("the database is unavailable")]
     Unavailable(#[source] sqlx::Error),
+    /// Where running answers live (Redis, or the database's event log) failed.
+    #[error("running answers cannot be reached right now; try again shortly")]
+    LiveUnavailable(String),
     #[error(transparent)]
     Internal(#[from] anyhow::Error),
 }
@@ -74,7 +77,10 @@ impl GatewayError {
                 }
             },
             Self::RateLimited { .. } => (StatusCode::TOO_MANY_REQUESTS, "RATE_LIMIT_EXCEEDED"),
-            Self::Unavailable(_) | Self::ShuttingDown | Self::SessionUnavailable { .. } => {
+            Self::Unavailable(_)
+            | Self::LiveUnavailable(_)
+            | Self::ShuttingDown
+            | Self::SessionUnavailable { .. } => {
                 (StatusCode::SERVICE_UNAVAILABLE, "SERVICE_UNAVAILABLE")
             }
             Self::Internal(_) => (StatusCode::INTERNAL_SERVER_ERROR, "INTERNAL_ERROR"),
@@ -106,6 +112,10 @@ impl IntoResponse for GatewayError {
                 tracing::error!(%cause, "database unavailable");
                 "the database is unavailable; try again shortly".to_owned()
             }
+            Self::LiveUnavailable(cause) => {
+                tracing::error!(%cause, "live state unavailable");
+                self.to_string()
+            }
             other => other.to_string(),
         };
         let mut body = json!({ "code": code, "message": message });
@@ -127,7 +137,7 @@ impl IntoResponse for GatewayError {
             Self::RateLimited { retry_after, .. } | Self::SessionUnavailable { retry_after } => {
                 headers.insert(header::RETRY_AFTER, HeaderValue::from(*retry_after));
             }
-            Self::Unavailable(_) | Self::ShuttingDown => {
+            Self::Unavailable(_) | Self::LiveUnavailable(_) | Self::ShuttingDown => {
                 headers.insert(header::RETRY_AFTER, HeaderValue::from_static("5"));
             }
             _ => {}

@@ -7,6 +7,7 @@ pub mod chat;
 pub mod config;
 mod error;
 pub mod ids;
+pub mod live;
 pub mod llm;
 mod login;
 pub mod metrics;
@@ -38,10 +39,9 @@ use crate::identity::dev::DevCredentials;
 use crate::metrics::Metrics;
 use answer::Answerer;
 use chat::approvals::Approvals;
-use chat::generation::Generations;
-use chat::limits::UserLimits;
 use chat::store::Store;
 use config::Resilience;
+use live::Live;
 use llm::ChatModel;
 use llm::router::ModelRouter;
 use metrics::GatewayMetrics;
@@ -55,8 +55,8 @@ pub struct GatewayState {
     pub answerer: Arc<Answerer>,
     pub store: Store,
     pub approvals: Arc<Approvals>,
-    pub generations: Generations,
-    pub limits: Arc<UserLimits>,
+    /// Running answers: their events, viewers, cancel signals and limits.
+    pub live: Live,
     pub sessions: Arc<Sessions>,
     pub verifier: Arc<TokenVerifier>,
     /// Cancelled at shutdown: no new questions from then on.
@@ -187,9 +187,39 @@ pub fn router(
         }
     });
     let store = Store::new(db.clone());
+    // Ends once the answers have ended at shutdown, so their last events are written.
+    let live_stop = CancellationToken::new();
+    let memory = live::memory::MemoryLive::start(
+        db.clone(),
+        &settings.data_dir,
+        &file.limits,
+        &file.resilience,
+        live::Timings {
+            grace: settings.gateway_role.stream_grace,
+            ..live::Timings::default()
+        },
+        gateway_metrics.clone(),
+        tasks.clone(),
+        live_stop.clone(),
+    )?;
+    // Answers a crash of this process left open are finished before new ones start.
+    tasks.spawn({
+        let (memory, store) = (memory.clone(), store.clone());
+        async move {
+            match memory.recover(&store).await {
+                Ok(0) => {}
+                Ok(n) => tracing::warn!(answers = n, "finished the answers the last run left open"),
+                Err(error) => {
+                    tracing::error!(%error, "finishing the answers the last run left open")
+                }
+            }
+        }
+    });
+    let live: Live = memory;
     let approvals = Arc::new(Approvals::new(
         db.clone(),
         settings.gateway_role.approval_timeout,
+        live.clone(),
     ));
     let mut models = vec![model];
     for fallback in settings.gateway_role.file.fallback_models()? {
@@ -201,7 +231,7 @@ pub fn router(
     }
     let gateway = &settings.gateway_role;
     let answerer = Arc::new(Answerer {
-        models: ModelRouter::new(models, file.resilience.clone()),
+        models: ModelRouter::new(models, file.resilience.clone(), live.models()),
         policy: ToolPolicy::new(file.policy.clone()),
         tools: hub,
         approvals: approvals.clone(),
@@ -221,23 +251,22 @@ pub fn router(
         &settings.gateway.public_url,
         settings.gateway_resource(),
     ));
-    let generations = Generations::new(gateway_metrics.clone());
     // At shutdown, running answers get a bounded time to finish.
     tasks.spawn({
-        let generations = generations.clone();
+        let local = live.local().clone();
         let shutdown = shutdown.clone();
         let grace = Resilience::secs(file.resilience.shutdown_grace_secs);
         async move {
             shutdown.cancelled().await;
-            generations.drain(grace).await;
+            local.drain(grace).await;
+            live_stop.cancel();
         }
     });
     let state = GatewayState {
         answerer,
         store,
         approvals,
-        generations,
-        limits: Arc::new(UserLimits::new(&file.limits)),
+        live,
         sessions,
         verifier,
         shutdown,

@@ -128,8 +128,10 @@ async fn sessions(app: &TestApp) -> i64 {
 /// come back, and then it works.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn flooding_the_identity_provider_signs_nobody_out() {
+    // Ten a minute: a burst of five, then one every six seconds, so the flood keeps
+    // the budget spent however slowly this machine runs it.
     let app = TestApp::spawn_with(&Database::Sqlite, |s| {
-        s.auth_rate_limit_per_minute = 120;
+        s.auth_rate_limit_per_minute = 10;
     })
     .await;
     let SignedIn { browser, .. } = Browser::new().sign_in(&app, "user").await;
@@ -151,7 +153,7 @@ async fn flooding_the_identity_provider_signs_nobody_out() {
             refused += 1;
         }
     }
-    assert!(refused > 100, "the flood reached the limit ({refused})");
+    assert!(refused > 150, "the flood reached the limit ({refused})");
 
     let during = browser
         .get(&format!("{}/api/v1/resos/conversations", app.gateway_url))
@@ -165,8 +167,8 @@ async fn flooding_the_identity_provider_signs_nobody_out() {
     assert!((1..=300).contains(&wait), "{wait}");
     assert_eq!(sessions(&app).await, 1, "the session is kept");
 
-    // The budget refills (two a second at 120 a minute): the session works again.
-    tokio::time::sleep(Duration::from_millis(1500)).await;
+    // The budget refills (one every six seconds): the session works again.
+    tokio::time::sleep(Duration::from_secs(7)).await;
     let after = browser
         .get(&format!("{}/api/v1/resos/conversations", app.gateway_url))
         .await;
@@ -177,7 +179,7 @@ async fn flooding_the_identity_provider_signs_nobody_out() {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn the_gateways_sign_in_endpoints_are_rate_limited_per_address() {
     let app = TestApp::spawn_with(&Database::Sqlite, |s| {
-        s.auth_rate_limit_per_minute = 120;
+        s.auth_rate_limit_per_minute = 10;
     })
     .await;
     let browser = Browser::new();

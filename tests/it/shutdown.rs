@@ -2,62 +2,17 @@
 //! finishes within the grace period, a long one is interrupted, both viewers get
 //! `done`, the process exits cleanly and the store holds every token either sent.
 
-use std::net::{Ipv4Addr, TcpListener};
-use std::process::{Child, Command, Stdio};
 use std::time::Duration;
 
 use maitred::config::sqlite_url;
 use maitred::db::Db;
-use maitred::identity::dev::DevCredentials;
 use maitred::scripted_llm::{Script, ScriptedLlm, Turn};
-use serde_json::{Value, json};
 
-use crate::helpers::{SseEvent, SseReader, answer};
-
-fn free_port() -> u16 {
-    TcpListener::bind((Ipv4Addr::LOCALHOST, 0))
-        .unwrap()
-        .local_addr()
-        .unwrap()
-        .port()
-}
-
-/// Kills the process if the test fails before it exits by itself.
-struct Process(Child);
-
-impl Drop for Process {
-    fn drop(&mut self) {
-        let _ = self.0.kill();
-        let _ = self.0.wait();
-    }
-}
-
-async fn ready(http: &reqwest::Client, url: &str) {
-    for _ in 0..300 {
-        if let Ok(response) = http.get(format!("{url}/readyz")).send().await
-            && response.status() == 200
-        {
-            return;
-        }
-        tokio::time::sleep(Duration::from_millis(50)).await;
-    }
-    panic!("{url} did not become ready");
-}
+use crate::helpers::{SseEvent, answer};
+use crate::process::{Maitred, Ports, ask};
 
 fn paced(n: usize, prefix: &str) -> Turn {
     Turn::text_fragments((0..n).map(|i| format!("{prefix}{i} "))).paced(Duration::from_millis(40))
-}
-
-async fn ask(http: &reqwest::Client, gateway: &str, token: &str, question: &str) -> SseReader {
-    let response = http
-        .post(format!("{gateway}/api/v1/resos/stream/chat"))
-        .bearer_auth(token)
-        .json(&json!({ "question": question }))
-        .send()
-        .await
-        .unwrap();
-    assert_eq!(response.status(), 200);
-    SseReader::new(response)
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
@@ -68,52 +23,27 @@ async fn sigterm_finishes_short_answers_interrupts_long_ones_and_loses_nothing()
     let data = tempfile::tempdir().unwrap();
     let config = data.path().join("gateway.toml");
     std::fs::write(&config, "[resilience]\nshutdown_grace_secs = 2.0\n").unwrap();
-    let (backend_port, gateway_port, mcp_port) = (free_port(), free_port(), free_port());
-    let child = Command::new(env!("CARGO_BIN_EXE_maitred"))
-        .arg("all")
-        .env_remove("DATABASE_URL")
-        .env("MAITRED_DATA_DIR", data.path())
-        .env("MAITRED_BACKEND_PORT", backend_port.to_string())
-        .env("MAITRED_GATEWAY_PORT", gateway_port.to_string())
-        .env("MAITRED_MCP_PORT", mcp_port.to_string())
-        .env("MAITRED_LLM_BASE_URL", llm.base_url())
-        .env("MAITRED_LLM_MODEL", "scripted")
-        .env("MAITRED_GATEWAY_CONFIG", &config)
-        .stdout(Stdio::null())
-        .stderr(Stdio::null())
-        .spawn()
-        .unwrap();
-    let mut process = Process(child);
+    let ports = Ports::free();
+    let mut env = ports.env();
+    env.extend([
+        ("MAITRED_LLM_BASE_URL", llm.base_url()),
+        ("MAITRED_LLM_MODEL", "scripted".to_owned()),
+        ("MAITRED_GATEWAY_CONFIG", config.display().to_string()),
+    ]);
+    let (backend, gateway) = (ports.backend_url(), ports.gateway_url());
+    let mut process = Maitred::start(&["all"], data.path(), &env, &[&backend, &gateway]).await;
     let http = maitred::http_client::new().unwrap();
-    let backend = format!("http://127.0.0.1:{backend_port}");
-    let gateway = format!("http://127.0.0.1:{gateway_port}");
-    ready(&http, &backend).await;
-    ready(&http, &gateway).await;
-    let secret = DevCredentials::load(data.path())
-        .unwrap()
-        .client_secret("maitred-cli")
-        .unwrap()
-        .to_owned();
-    let token: Value = http
-        .post(format!("{backend}/oauth2/token"))
-        .basic_auth("maitred-cli", Some(secret))
-        .form(&[("grant_type", "client_credentials")])
-        .send()
-        .await
-        .unwrap()
-        .json()
-        .await
-        .unwrap();
-    let token = token["access_token"].as_str().unwrap();
+    let token = &process.token(&backend, "maitred-cli").await;
 
     let mut long = ask(&http, &gateway, token, "Talk a long while").await;
     let mut long_events = long.until("token").await;
     let mut short = ask(&http, &gateway, token, "Say a little").await;
     let mut short_events = short.until("token").await;
 
-    let pid = process.0.id().to_string();
-    let killed = Command::new("kill").args(["-TERM", &pid]).status().unwrap();
-    assert!(killed.success());
+    let exited = tokio::spawn(async move {
+        let status = process.terminate().await;
+        (process, status)
+    });
 
     let (long_rest, short_rest) = tokio::join!(long.rest(), short.rest());
     long_events.extend(long_rest);
@@ -132,16 +62,11 @@ async fn sigterm_finishes_short_answers_interrupts_long_ones_and_loses_nothing()
         "it ran on during the grace"
     );
 
-    let mut exited = None;
-    for _ in 0..200 {
-        if let Some(status) = process.0.try_wait().unwrap() {
-            exited = Some(status);
-            break;
-        }
-        tokio::time::sleep(Duration::from_millis(50)).await;
-    }
-    let status = exited.expect("maitred exited after the grace period");
-    assert!(status.success(), "{status}");
+    let (_process, status) = exited.await.unwrap();
+    assert!(
+        status.success(),
+        "maitred exited after the grace period: {status}"
+    );
 
     let db = Db::connect(&sqlite_url(&data.path().join("maitred.db")))
         .await

@@ -7,9 +7,12 @@ use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
 use serde_json::Value;
+use tokio::task::JoinHandle;
 use tokio_util::sync::CancellationToken;
 
-use super::ports::{AnswerRef, AnswerStore, EventSink, NewCall, StoreResult, TurnRecord};
+use super::ports::{
+    AnswerRef, AnswerStore, EventSink, NewCall, StoreError, StoreResult, TurnRecord,
+};
 use crate::gateway::chat::events::{ChatEvent, Finish, ToolStatus};
 use crate::gateway::ids::{CallStatus, MessageStatus, PartId, ToolCallId};
 use crate::gateway::llm::{ToolCall, Usage};
@@ -57,6 +60,9 @@ pub struct Recorder {
     started: Instant,
     first_token: AtomicBool,
     turn: Mutex<Option<OpenTurn>>,
+    /// A write that must be done before any part of the answer is stored (the
+    /// question, written beside the model's first request).
+    prior: tokio::sync::Mutex<Option<JoinHandle<StoreResult<()>>>>,
 }
 
 impl Recorder {
@@ -77,6 +83,26 @@ impl Recorder {
             started,
             first_token: AtomicBool::new(false),
             turn: Mutex::new(None),
+            prior: tokio::sync::Mutex::new(None),
+        }
+    }
+
+    /// Stores nothing of the answer before `prior` is done.
+    pub fn after(self, prior: JoinHandle<StoreResult<()>>) -> Self {
+        Self {
+            prior: tokio::sync::Mutex::new(Some(prior)),
+            ..self
+        }
+    }
+
+    /// Waits for the prior write, once; its failure is the answer's.
+    async fn ready(&self) -> StoreResult<()> {
+        let mut prior = self.prior.lock().await;
+        match prior.take() {
+            Some(handle) => handle
+                .await
+                .map_err(|e| StoreError(anyhow::anyhow!("storing the question: {e}")))?,
+            None => Ok(()),
         }
     }
 
@@ -159,6 +185,7 @@ impl Recorder {
         calls: &[ToolCall],
         status: MessageStatus,
     ) -> StoreResult<()> {
+        self.ready().await?;
         let record = TurnRecord {
             part,
             model,
@@ -202,6 +229,7 @@ impl Recorder {
             tool: &shown.tool,
             arguments: &shown.arguments,
         };
+        self.ready().await?;
         self.store.call_started(&self.answer, call).await?;
         Ok(started)
     }
@@ -261,6 +289,7 @@ impl Recorder {
 
     /// What the model is told of one of its calls; stored, not shown.
     pub async fn tool_result(&self, model_call_id: &str, content: &str) -> StoreResult<()> {
+        self.ready().await?;
         self.store
             .save_tool_result(&self.answer, model_call_id, content)
             .await
@@ -282,6 +311,7 @@ impl Recorder {
             total_tokens: usage.total_tokens,
         })
         .await?;
+        self.ready().await?;
         self.store.usage(&self.answer, model, usage).await
     }
 
@@ -316,12 +346,15 @@ impl Recorder {
             CallStatus::Cancelled
         };
         let stored = match finish {
-            Finish::Cancelled | Finish::Error => {
-                self.store
-                    .abandon_calls(&self.answer.message, abandoned)
-                    .await
-            }
-            Finish::Stop | Finish::MaxIterations => Ok(()),
+            Finish::Cancelled | Finish::Error => match self.ready().await {
+                Ok(()) => {
+                    self.store
+                        .abandon_calls(&self.answer.message, abandoned)
+                        .await
+                }
+                Err(error) => Err(error),
+            },
+            Finish::Stop | Finish::MaxIterations => self.ready().await,
         };
         // `done` goes out even when storing failed: viewers must not hang.
         let emitted = self

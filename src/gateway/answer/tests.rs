@@ -337,7 +337,13 @@ impl Setup {
         let metrics = GatewayMetrics::register(&registry);
         let tools = Arc::new(self.tools);
         let answerer = Answerer {
-            models: ModelRouter::new(vec![self.model.clone()], Resilience::default()),
+            models: ModelRouter::new(
+                vec![self.model.clone()],
+                Resilience::default(),
+                Arc::new(crate::gateway::live::LocalModelLimits::new(
+                    &Resilience::default(),
+                )),
+            ),
             policy: ToolPolicy::default(),
             tools: tools.clone(),
             approvals: Arc::new(Decided(self.verdict)),

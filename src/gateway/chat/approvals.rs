@@ -1,24 +1,23 @@
 //! Write tools wait for the user who asked: an approval is pending until that user
-//! answers, the request times out (denied), or the answer is cancelled. An approval
+//! answers (on any replica), the request times out (denied), or the answer is
+//! cancelled. The decision is a single-winner update of the approval's row. An approval
 //! "remembered" for some minutes lets the very call the person saw (the same tool
 //! with the same arguments) run again in the same conversation without asking; any
 //! other arguments ask again, so a prompt-injected tool result cannot ride on it.
 //! Every request and decision is recorded.
 
-use std::collections::HashMap;
-use std::sync::Mutex;
 use std::time::Duration;
 
 use async_trait::async_trait;
 use serde::Deserialize;
 use serde_json::Value;
-use tokio::sync::oneshot;
 use tokio_util::sync::CancellationToken;
 
 use crate::db::{Db, canonical, canonical_now};
 use crate::gateway::answer::ports::{ApprovalRequest, Approver, StoreResult, Verdict};
 use crate::gateway::error::GatewayError;
 use crate::gateway::ids::{Subject, ToolCallId};
+use crate::gateway::live::Live;
 
 /// Longest an approval may be remembered: what the web UI offers, no more.
 pub const MAX_REMEMBER_MINUTES: u64 = 30;
@@ -45,35 +44,19 @@ impl Decision {
     }
 }
 
-/// An approval waiting for its owner: the sender is taken by the decision, the
-/// receiver by the call that waits.
-struct Pending {
-    owner: Subject,
-    answer: Option<oneshot::Sender<Decision>>,
-    decision: Option<oneshot::Receiver<Decision>>,
-}
+/// How often a waiting call looks at its approval even without being woken: a wake
+/// sent from another replica may be lost with its connection.
+const POLL: Duration = Duration::from_secs(2);
 
 pub struct Approvals {
     db: Db,
     timeout: Duration,
-    pending: Mutex<HashMap<ToolCallId, Pending>>,
+    live: Live,
 }
 
 impl Approvals {
-    pub fn new(db: Db, timeout: Duration) -> Self {
-        Self {
-            db,
-            timeout,
-            pending: Mutex::new(HashMap::new()),
-        }
-    }
-
-    fn lock(&self) -> std::sync::MutexGuard<'_, HashMap<ToolCallId, Pending>> {
-        self.pending.lock().unwrap_or_else(|p| p.into_inner())
-    }
-
-    pub fn waiting(&self) -> usize {
-        self.lock().len()
+    pub fn new(db: Db, timeout: Duration, live: Live) -> Self {
+        Self { db, timeout, live }
     }
 
     async fn record(
@@ -100,44 +83,72 @@ impl Approvals {
         Ok(())
     }
 
-    async fn close(
+    /// Pending → `status`, once: of two decisions (a double click, two tabs, two
+    /// replicas, a decision and the timeout) exactly one wins.
+    async fn settle(
         &self,
         id: &ToolCallId,
+        owner: &Subject,
         status: &str,
         remember_until: Option<&str>,
-    ) -> Result<(), sqlx::Error> {
-        sqlx::query(
-            "UPDATE approvals SET status = $1, remember_until = $2, decided_at = $3 WHERE id = $4",
+    ) -> Result<bool, sqlx::Error> {
+        let settled = sqlx::query(
+            "UPDATE approvals SET status = $1, remember_until = $2, decided_by = $3, decided_at = $4 \
+             WHERE id = $5 AND owner = $3 AND status = 'pending'",
         )
         .bind(status)
         .bind(remember_until)
+        .bind(owner)
         .bind(canonical_now())
         .bind(id)
         .execute(self.db.pool())
         .await?;
-        Ok(())
+        Ok(settled.rows_affected() == 1)
     }
 
-    /// The owner's answer. Anyone else, and any approval no longer waiting, is a 404.
+    /// How the approval stands: `None` while it waits.
+    async fn verdict(&self, id: &ToolCallId) -> Result<Option<Verdict>, sqlx::Error> {
+        let status: Option<(String,)> =
+            sqlx::query_as("SELECT status FROM approvals WHERE id = $1")
+                .bind(id)
+                .fetch_optional(self.db.pool())
+                .await?;
+        Ok(match status.as_ref().map(|(s,)| s.as_str()) {
+            Some("approved") => Some(Verdict::Approved),
+            Some("denied") => Some(Verdict::Denied),
+            Some("expired") => Some(Verdict::Expired),
+            Some("pending") => None,
+            _ => Some(Verdict::Cancelled),
+        })
+    }
+
+    /// The owner's answer, from any replica; the one running the call is woken at once.
+    /// Anyone else, and any approval no longer waiting (decided, expired, cancelled),
+    /// is a 404.
     pub async fn decide(
         &self,
         id: &ToolCallId,
         owner: &Subject,
         decision: Decision,
     ) -> Result<(), GatewayError> {
-        let answer = match self.lock().get_mut(id) {
-            Some(pending) if &pending.owner == owner => pending.answer.take(),
-            _ => None,
+        let (status, remember_until) = if decision.approve {
+            let remember_until = decision.remember_minutes.filter(|m| *m > 0).map(|m| {
+                canonical(
+                    chrono::Utc::now() + Duration::from_secs(m.min(MAX_REMEMBER_MINUTES) * 60),
+                )
+            });
+            ("approved", remember_until)
+        } else {
+            ("denied", None)
         };
-        let answer = answer.ok_or_else(|| GatewayError::not_found("approval", id.as_str()))?;
-        sqlx::query("UPDATE approvals SET decided_by = $1 WHERE id = $2")
-            .bind(owner)
-            .bind(id)
-            .execute(self.db.pool())
-            .await?;
-        answer
-            .send(decision)
-            .map_err(|_| GatewayError::not_found("approval", id.as_str()))
+        if !self
+            .settle(id, owner, status, remember_until.as_deref())
+            .await?
+        {
+            return Err(GatewayError::not_found("approval", id.as_str()));
+        }
+        self.live.wake(id.as_str()).await?;
+        Ok(())
     }
 }
 
@@ -168,15 +179,6 @@ impl Approver for Approvals {
     async fn open(&self, request: &ApprovalRequest<'_>) -> StoreResult<String> {
         let expires_at = canonical(chrono::Utc::now() + self.timeout);
         self.record(request, "pending", &expires_at).await?;
-        let (answer, decision) = oneshot::channel();
-        self.lock().insert(
-            request.id.clone(),
-            Pending {
-                owner: request.answer.owner.clone(),
-                answer: Some(answer),
-                decision: Some(decision),
-            },
-        );
         Ok(expires_at)
     }
 
@@ -185,36 +187,28 @@ impl Approver for Approvals {
         request: &ApprovalRequest<'_>,
         cancel: &CancellationToken,
     ) -> StoreResult<Verdict> {
-        let decision = self
-            .lock()
-            .get_mut(request.id)
-            .and_then(|pending| pending.decision.take());
-        let Some(decision) = decision else {
-            return Ok(Verdict::Cancelled);
-        };
-        let decided = tokio::select! {
-            decision = decision => decision.ok(),
-            () = tokio::time::sleep(self.timeout) => None,
-            () = cancel.cancelled() => {
-                self.lock().remove(request.id);
-                self.close(request.id, "cancelled", None).await?;
-                return Ok(Verdict::Cancelled);
+        // Listening before looking: a decision between the two still wakes us.
+        let waiter = self.live.local().waiter(request.id.as_str());
+        let deadline = tokio::time::Instant::now() + self.timeout;
+        let owner = &request.answer.owner;
+        loop {
+            if let Some(verdict) = self.verdict(request.id).await? {
+                return Ok(verdict);
             }
-        };
-        self.lock().remove(request.id);
-        let Some(decision) = decided else {
-            self.close(request.id, "expired", None).await?;
-            return Ok(Verdict::Expired);
-        };
-        if !decision.approve {
-            self.close(request.id, "denied", None).await?;
-            return Ok(Verdict::Denied);
+            tokio::select! {
+                () = waiter.woken() => {}
+                () = tokio::time::sleep(POLL) => {}
+                () = tokio::time::sleep_until(deadline) => {
+                    if self.settle(request.id, owner, "expired", None).await? {
+                        return Ok(Verdict::Expired);
+                    }
+                }
+                () = cancel.cancelled() => {
+                    if self.settle(request.id, owner, "cancelled", None).await? {
+                        return Ok(Verdict::Cancelled);
+                    }
+                }
+            }
         }
-        let remember_until = decision.remember_minutes.filter(|m| *m > 0).map(|m| {
-            canonical(chrono::Utc::now() + Duration::from_secs(m.min(MAX_REMEMBER_MINUTES) * 60))
-        });
-        self.close(request.id, "approved", remember_until.as_deref())
-            .await?;
-        Ok(Verdict::Approved)
     }
 }

@@ -1,10 +1,9 @@
-//! The chat API: ask (a new generation, streamed as SSE), watch again (resume),
-//! cancel, approve, and the conversations.
+//! The chat API: ask (a new answer, streamed as SSE), watch again (resume), cancel,
+//! approve, and the conversations. Handlers check and hand over: the answer runs in
+//! `answer`, its live state sits in `live`.
 
 pub mod approvals;
 pub mod events;
-pub mod generation;
-pub mod limits;
 pub mod store;
 mod views;
 
@@ -29,9 +28,9 @@ use super::answer::{Answer, Recorder};
 use super::auth::ChatUser;
 use super::error::GatewayError;
 use super::ids::{ConversationId, MessageId, ToolCallId};
+use super::live::{CancelOutcome, Events, Running};
 use crate::trace_context::TraceContext;
 use approvals::Decision;
-use generation::Generation;
 use views::{Cancelled, ConversationView, Decided};
 
 #[derive(Debug, Deserialize)]
@@ -65,15 +64,13 @@ fn body<T>(result: Result<Json<T>, JsonRejection>, limit: usize) -> Result<T, Ga
     }
 }
 
-/// The SSE response for a generation, from after `last_seen`.
-fn stream(
-    generation: &std::sync::Arc<Generation>,
-    last_seen: u64,
-    keepalive: Duration,
-) -> Response {
-    let events = generation
-        .watch(last_seen)
-        .map(|(seq, event)| Ok::<Event, Infallible>(event.to_sse(seq)));
+/// The SSE response for an answer's events; `watching` counts this viewer while the
+/// stream lives.
+fn stream(events: Events, watching: impl Send + 'static, keepalive: Duration) -> Response {
+    let events = events.map(move |event| {
+        let _viewer = &watching;
+        Ok::<Event, Infallible>(event.to_sse())
+    });
     sse(events, keepalive)
 }
 
@@ -117,53 +114,58 @@ pub async fn ask(
         .as_deref()
         .map(|id| parse_id("conversation", id))
         .transpose()?;
-    let admission = state.limits.admit(&user.subject).inspect_err(|error| {
+    // Reads only: nothing before the stream opens waits for the database's writer.
+    let history = match &continued {
+        Some(conversation) => {
+            state.store.check_owner(&user.subject, conversation).await?;
+            state
+                .store
+                .history(conversation, state.settings.context_budget)
+                .await?
+        }
+        None => Vec::new(),
+    };
+    let answer = AnswerRef {
+        message: MessageId::new(),
+        conversation: continued.clone().unwrap_or_default(),
+        owner: user.subject.clone(),
+    };
+    state.live.admit(&answer).await.inspect_err(|error| {
         if let GatewayError::RateLimited { reason, .. } = error {
             tracing::info!(subject = ?user.subject, reason = ?reason, "question refused");
         }
         state.gateway_metrics.refused("limited");
     })?;
-    let store = &state.store;
-    let conversation = store.open(&user.subject, continued.as_ref(), &text).await?;
-    // A new conversation has no history: one query less before the first token.
-    let history = match continued {
-        Some(_) => {
-            store
-                .history(&conversation, state.settings.context_budget)
-                .await?
-        }
-        None => Vec::new(),
-    };
-    let message_id = MessageId::new();
-    store
-        .save_question(&conversation, &message_id, &text)
-        .await?;
-    let generation = state.generations.start(
-        message_id.clone(),
-        user.subject.clone(),
-        conversation.clone(),
-        state.settings.stream_grace,
-        Some(admission),
-    );
+    let local = state.live.local().start(answer.clone());
+    let watching = state.live.local().watching(&answer.message);
+    let events = state
+        .live
+        .follow(&answer.message, &answer.owner, 0)
+        .await?
+        .ok_or_else(|| GatewayError::Internal(anyhow::anyhow!("a new answer has no log")))?;
+    // The question is stored beside the model's first request, in order before any
+    // part of the answer.
+    let question_stored = state.tasks.spawn({
+        let (store, answer, text) = (state.store.clone(), answer.clone(), text.clone());
+        let new = continued.is_none();
+        async move { store.save_question(&answer, new, &text).await }
+    });
     let recorder = Recorder::new(
-        AnswerRef {
-            message: message_id.clone(),
-            conversation,
-            owner: user.subject.clone(),
-        },
-        generation.clone(),
+        answer.clone(),
+        Arc::new(Running::new(local, state.live.clone(), 0)),
         Arc::new(state.store.clone()),
         state.gateway_metrics.clone(),
         arrived,
-    );
+    )
+    .after(question_stored);
     recorder
         .meta(state.answerer.models.primary(), None)
         .await
         .map_err(|e| GatewayError::Internal(e.0))?;
-    let response = stream(&generation, 0, state.settings.sse_keepalive);
+    let response = stream(events, watching, state.settings.sse_keepalive);
+    let message_id = answer.message;
     tracing::info!(%message_id, subject = ?user.subject, "question received");
     let answerer = state.answerer.clone();
-    let generations = state.generations.clone();
     // The answer outlives the request, and its logs keep the request's trace.
     let span = tracing::info_span!(
         "generation",
@@ -178,57 +180,51 @@ pub async fn ask(
                 trace,
             };
             answerer.run(&answer, history, text).await;
-            generations.retire(&generation.id);
         }
         .instrument(span),
     );
     Ok(response)
 }
 
-/// `GET /api/v1/resos/stream/chat/{message_id}`: watch again, after `Last-Event-ID`.
+/// `GET /api/v1/resos/stream/chat/{message_id}`: watch again, after `Last-Event-ID`,
+/// on any replica.
 pub async fn resume(
     State(state): State<GatewayState>,
     user: ChatUser,
     Path(message_id): Path<String>,
     headers: HeaderMap,
 ) -> Result<Response, GatewayError> {
-    let generation = owned(&state, &user, &message_id)?;
+    let id: MessageId = parse_id("generation", &message_id)?;
     let last_seen = headers
         .get("last-event-id")
         .and_then(|v| v.to_str().ok())
         .and_then(|v| v.trim().parse().ok())
         .unwrap_or(0);
-    Ok(stream(&generation, last_seen, state.settings.sse_keepalive))
+    let watching = state.live.local().watching(&id);
+    let events = state
+        .live
+        .follow(&id, &user.subject, last_seen)
+        .await?
+        .ok_or_else(|| GatewayError::not_found("generation", &message_id))?;
+    Ok(stream(events, watching, state.settings.sse_keepalive))
 }
 
-fn owned(
-    state: &GatewayState,
-    user: &ChatUser,
-    message_id: &str,
-) -> Result<Arc<Generation>, GatewayError> {
-    let id: MessageId = parse_id("generation", message_id)?;
-    state
-        .generations
-        .get(&id)
-        .filter(|g| g.owner == user.subject)
-        .ok_or_else(|| GatewayError::not_found("generation", message_id))
-}
-
-/// `POST /api/v1/resos/chat/{message_id}/cancel`
+/// `POST /api/v1/resos/chat/{message_id}/cancel`, on any replica.
 pub async fn cancel(
     State(state): State<GatewayState>,
     user: ChatUser,
     Path(message_id): Path<String>,
 ) -> Result<Json<Cancelled>, GatewayError> {
-    let generation = owned(&state, &user, &message_id)?;
-    if generation.is_finished() {
-        return Ok(Json(Cancelled { status: "finished" }));
-    }
-    generation.cancel.cancel();
-    tracing::info!(message_id = %generation.id, "generation cancelled by its owner");
-    Ok(Json(Cancelled {
-        status: "cancelled",
-    }))
+    let id: MessageId = parse_id("generation", &message_id)?;
+    let status = match state.live.cancel(&id, &user.subject).await? {
+        CancelOutcome::Cancelled => {
+            tracing::info!(message_id = %id, "answer cancelled by its owner");
+            "cancelled"
+        }
+        CancelOutcome::Finished => "finished",
+        CancelOutcome::Unknown => return Err(GatewayError::not_found("generation", &message_id)),
+    };
+    Ok(Json(Cancelled { status }))
 }
 
 /// `POST /api/v1/resos/chat/approvals/{id}`
@@ -276,9 +272,9 @@ pub async fn delete_conversation(
     Path(id): Path<String>,
 ) -> Result<StatusCode, GatewayError> {
     let id: ConversationId = parse_id("conversation", &id)?;
-    for generation in state.generations.active() {
-        if generation.conversation_id == id && generation.owner == user.subject {
-            generation.cancel.cancel();
+    for running in state.live.local().active() {
+        if running.answer.conversation == id && running.answer.owner == user.subject {
+            running.cancel.cancel();
         }
     }
     state.store.delete(&user.subject, &id).await?;

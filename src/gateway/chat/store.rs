@@ -79,53 +79,51 @@ impl Store {
         Self { db }
     }
 
-    /// The conversation to continue (404 unless it is the owner's), or a new one.
-    pub async fn open(
+    /// 404 unless the conversation is the owner's.
+    pub async fn check_owner(
         &self,
         owner: &Subject,
-        id: Option<&ConversationId>,
-        question: &str,
-    ) -> Result<ConversationId, GatewayError> {
-        if let Some(id) = id {
-            let found: Option<(ConversationId,)> =
-                sqlx::query_as("SELECT id FROM conversations WHERE id = $1 AND owner = $2")
-                    .bind(id)
-                    .bind(owner)
-                    .fetch_optional(self.db.pool())
-                    .await?;
-            return found
-                .map(|(id,)| id)
-                .ok_or_else(|| GatewayError::not_found("conversation", id.as_str()));
-        }
-        let id = ConversationId::new();
-        let title: String = question.split_whitespace().collect::<Vec<_>>().join(" ");
-        let title = match title.char_indices().nth(80) {
-            Some((cut, _)) => format!("{}…", &title[..cut]),
-            None => title,
-        };
-        let now = canonical_now();
-        sqlx::query(
-            "INSERT INTO conversations (id, owner, title, created_at, updated_at) VALUES ($1, $2, $3, $4, $4)",
-        )
-        .bind(&id)
-        .bind(owner)
-        .bind(title)
-        .bind(&now)
-        .execute(self.db.pool())
-        .await?;
-        Ok(id)
+        id: &ConversationId,
+    ) -> Result<(), GatewayError> {
+        let found: Option<(ConversationId,)> =
+            sqlx::query_as("SELECT id FROM conversations WHERE id = $1 AND owner = $2")
+                .bind(id)
+                .bind(owner)
+                .fetch_optional(self.db.pool())
+                .await?;
+        found
+            .map(|_| ())
+            .ok_or_else(|| GatewayError::not_found("conversation", id.as_str()))
     }
 
-    /// The person's question, as the first part of the answer's message.
+    /// The person's question, as the first part of the answer's message, in a new
+    /// conversation (titled after it) when `new`.
     pub async fn save_question(
         &self,
-        conversation: &ConversationId,
-        message: &MessageId,
+        answer: &AnswerRef,
+        new: bool,
         question: &str,
-    ) -> Result<(), sqlx::Error> {
+    ) -> StoreResult<()> {
+        if new {
+            let title: String = question.split_whitespace().collect::<Vec<_>>().join(" ");
+            let title = match title.char_indices().nth(80) {
+                Some((cut, _)) => format!("{}…", &title[..cut]),
+                None => title,
+            };
+            let now = canonical_now();
+            sqlx::query(
+                "INSERT INTO conversations (id, owner, title, created_at, updated_at) VALUES ($1, $2, $3, $4, $4)",
+            )
+            .bind(&answer.conversation)
+            .bind(&answer.owner)
+            .bind(title)
+            .bind(&now)
+            .execute(self.db.pool())
+            .await?;
+        }
         let part = NewPart {
             id: &PartId::new(),
-            message,
+            message: &answer.message,
             role: Role::User,
             content: question,
             tool_calls: None,
@@ -133,7 +131,7 @@ impl Store {
             status: MessageStatus::Complete,
             model: None,
         };
-        self.append(conversation, part).await
+        Ok(self.append(&answer.conversation, part).await?)
     }
 
     /// Appends a part at the end of the conversation.
@@ -263,6 +261,91 @@ impl Store {
         if deleted.rows_affected() == 0 {
             return Err(GatewayError::not_found("conversation", id.as_str()));
         }
+        Ok(())
+    }
+
+    /// After its replica died: the answer keeps every token that was `shown`, and
+    /// whatever of it was still running or waiting is marked as interrupted.
+    pub async fn keep_interrupted(
+        &self,
+        answer: &AnswerRef,
+        shown: &str,
+    ) -> Result<(), sqlx::Error> {
+        let parts: Vec<(PartId, Option<String>, MessageStatus)> = sqlx::query_as(
+            "SELECT id, content, status FROM chat_messages WHERE message_id = $1 AND role = $2 ORDER BY seq",
+        )
+        .bind(&answer.message)
+        .bind(Role::Assistant)
+        .fetch_all(self.db.pool())
+        .await?;
+        let stored: String = parts
+            .iter()
+            .filter_map(|(_, text, _)| text.as_deref())
+            .collect();
+        // What was stored is what was shown, up to the last flush: the rest is missing.
+        let missing = match shown.strip_prefix(stored.as_str()) {
+            Some(missing) => missing,
+            None => {
+                tracing::warn!(message_id = %answer.message, "the stored answer is not a prefix of what was shown; keeping it as stored");
+                ""
+            }
+        };
+        let streaming = parts
+            .iter()
+            .rev()
+            .find(|(_, _, status)| *status == MessageStatus::Streaming);
+        match streaming {
+            Some((part, text, _)) => {
+                let text = format!("{}{missing}", text.as_deref().unwrap_or_default());
+                sqlx::query("UPDATE chat_messages SET content = $1 WHERE id = $2")
+                    .bind(text)
+                    .bind(part)
+                    .execute(self.db.pool())
+                    .await?;
+            }
+            None if !missing.is_empty() => {
+                let conversation: Option<(ConversationId,)> =
+                    sqlx::query_as("SELECT id FROM conversations WHERE id = $1")
+                        .bind(&answer.conversation)
+                        .fetch_optional(self.db.pool())
+                        .await?;
+                // An answer that died before its question was stored has nowhere to go.
+                if conversation.is_some() {
+                    let part = NewPart {
+                        id: &PartId::new(),
+                        message: &answer.message,
+                        role: Role::Assistant,
+                        content: missing,
+                        tool_calls: None,
+                        tool_call_id: None,
+                        status: MessageStatus::Interrupted,
+                        model: None,
+                    };
+                    self.append(&answer.conversation, part).await?;
+                }
+            }
+            None => {}
+        }
+        sqlx::query("UPDATE chat_messages SET status = $1 WHERE message_id = $2 AND status = $3")
+            .bind(MessageStatus::Interrupted)
+            .bind(&answer.message)
+            .bind(MessageStatus::Streaming)
+            .execute(self.db.pool())
+            .await?;
+        sqlx::query(
+            "UPDATE approvals SET status = 'cancelled', decided_at = $1 WHERE status = 'pending' \
+             AND id IN (SELECT id FROM tool_calls WHERE message_id = $2)",
+        )
+        .bind(canonical_now())
+        .bind(&answer.message)
+        .execute(self.db.pool())
+        .await?;
+        sqlx::query("UPDATE tool_calls SET status = $1 WHERE message_id = $2 AND status = $3")
+            .bind(CallStatus::Interrupted)
+            .bind(&answer.message)
+            .bind(CallStatus::Running)
+            .execute(self.db.pool())
+            .await?;
         Ok(())
     }
 

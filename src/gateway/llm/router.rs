@@ -7,26 +7,24 @@
 //! retry and fallback happens before anything reached the user: once tokens flowed,
 //! a failure is the caller's to report, never repeated behind their back.
 
-use std::num::NonZeroU32;
 use std::sync::Arc;
 use std::time::Duration;
 
 use futures::StreamExt;
-use governor::{DefaultDirectRateLimiter, Quota, RateLimiter};
-use tokio::sync::{OwnedSemaphorePermit, Semaphore};
 
 use super::{ChatModel, ChatRequest, EventStream, ModelError, ModelEvent};
 use crate::gateway::config::Resilience;
+use crate::gateway::live::{ModelLimits, ModelPermit};
 
 pub struct ModelRouter {
     candidates: Vec<Candidate>,
     policy: Resilience,
+    /// Each model's requests at once and per minute, shared by the replicas.
+    limits: Arc<dyn ModelLimits>,
 }
 
 struct Candidate {
     model: Arc<dyn ChatModel>,
-    slots: Arc<Semaphore>,
-    rate: Option<DefaultDirectRateLimiter>,
 }
 
 /// What happened on the way to an answer, for the caller's logs, metrics and events.
@@ -55,17 +53,20 @@ pub struct Opened {
 
 impl ModelRouter {
     /// `models`: the primary first, then the fallbacks in the order they are tried.
-    pub fn new(models: Vec<Arc<dyn ChatModel>>, policy: Resilience) -> Self {
-        let per_minute = policy.model_requests_per_minute.and_then(NonZeroU32::new);
+    pub fn new(
+        models: Vec<Arc<dyn ChatModel>>,
+        policy: Resilience,
+        limits: Arc<dyn ModelLimits>,
+    ) -> Self {
         let candidates = models
             .into_iter()
-            .map(|model| Candidate {
-                model,
-                slots: Arc::new(Semaphore::new(policy.model_concurrency.max(1))),
-                rate: per_minute.map(|n| RateLimiter::direct(Quota::per_minute(n))),
-            })
+            .map(|model| Candidate { model })
             .collect();
-        Self { candidates, policy }
+        Self {
+            candidates,
+            policy,
+            limits,
+        }
     }
 
     /// The model that answers when all is well.
@@ -195,24 +196,9 @@ impl ModelRouter {
     }
 
     /// Waits (within the bound) for the model's concurrency and rate limits.
-    async fn slot(&self, candidate: &Candidate) -> Result<OwnedSemaphorePermit, ModelError> {
+    async fn slot(&self, candidate: &Candidate) -> Result<ModelPermit, ModelError> {
         let wait = Resilience::secs(self.policy.model_wait_secs);
-        tokio::time::timeout(wait, async {
-            let permit = candidate.slots.clone().acquire_owned().await;
-            if let Some(rate) = &candidate.rate {
-                rate.until_ready().await;
-            }
-            permit
-        })
-        .await
-        .map_err(|_| {
-            ModelError::Busy(format!(
-                "{} stayed at its request limits for {} s",
-                candidate.model.name(),
-                self.policy.model_wait_secs
-            ))
-        })?
-        .map_err(|_| ModelError::Busy("the model's limiter is closed".to_owned()))
+        self.limits.acquire(candidate.model.name(), wait).await
     }
 
     /// Exponential, capped, with jitter so that many callers do not retry in step.
@@ -234,7 +220,7 @@ fn guarded(
     first: ModelEvent,
     rest: EventStream,
     gap: Duration,
-    permit: OwnedSemaphorePermit,
+    permit: ModelPermit,
 ) -> EventStream {
     let tail = futures::stream::unfold(Some((rest, permit)), move |state| async move {
         let (mut rest, permit) = state?;

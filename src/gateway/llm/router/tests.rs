@@ -82,12 +82,14 @@ fn server_error() -> Answer {
 fn routed(models: Vec<Arc<Fake>>, tweak: impl FnOnce(&mut Resilience)) -> ModelRouter {
     let mut policy = Resilience::default();
     tweak(&mut policy);
+    let limits = Arc::new(crate::gateway::live::LocalModelLimits::new(&policy));
     ModelRouter::new(
         models
             .into_iter()
             .map(|m| m as Arc<dyn ChatModel>)
             .collect(),
         policy,
+        limits,
     )
 }
 
@@ -283,7 +285,11 @@ async fn requests_over_the_concurrency_limit_wait_and_then_give_up() {
     let (result, _) = ask(&router).await;
     assert_eq!(result.unwrap().1, "second");
 
-    let waiting = router.candidates[0].slots.clone().acquire_owned().await;
+    let waiting = router
+        .limits
+        .acquire("a", Duration::from_secs(1))
+        .await
+        .unwrap();
     let (result, _) = ask(&router).await;
     assert!(matches!(result, Err(ModelError::Busy(_))));
     drop(waiting);

@@ -1,0 +1,232 @@
+//! Without Redis, an answer's events are committed to the database by one writer that
+//! takes the events of every running answer together (SQLite has one writer anyway:
+//! a burst costs one transaction per batch, not one per token). Once committed, they
+//! join the answer's buffer in memory, which its viewers follow.
+
+use std::collections::HashMap;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::{Arc, Mutex};
+use std::time::Duration;
+
+use futures::StreamExt;
+use tokio::sync::watch;
+
+use crate::db::{Db, canonical_now};
+use crate::gateway::answer::ports::AnswerRef;
+use crate::gateway::ids::{MessageId, Subject};
+use crate::gateway::live::{Events, LiveError, LoggedEvent};
+
+/// Tries of one batch before its answers are given up as failed.
+const WRITE_TRIES: u32 = 3;
+
+/// One event on its way to the database.
+pub struct Append {
+    pub answer: AnswerRef,
+    pub event: LoggedEvent,
+}
+
+/// An answer's committed events, as its viewers follow them.
+pub struct Buffer {
+    owner: Subject,
+    events: Mutex<Vec<LoggedEvent>>,
+    /// The number of events so far; viewers wait on it.
+    latest: watch::Sender<u64>,
+    /// Its events could not be stored: it must stop.
+    failed: AtomicBool,
+}
+
+impl Buffer {
+    fn push(&self, event: LoggedEvent) {
+        let count = {
+            let mut events = self.events.lock().unwrap_or_else(|p| p.into_inner());
+            events.push(event);
+            events.len() as u64
+        };
+        self.latest.send_replace(count);
+    }
+
+    pub fn failed(&self) -> bool {
+        self.failed.load(Ordering::SeqCst)
+    }
+
+    /// Every event after `after`, then the live ones, ending with `done`.
+    fn follow(self: &Arc<Self>, after: u64) -> Events {
+        let receiver = self.latest.subscribe();
+        futures::stream::unfold(
+            (self.clone(), receiver, after, false),
+            |(buffer, mut receiver, cursor, ended)| async move {
+                if ended {
+                    return None;
+                }
+                loop {
+                    // Events are numbered from 1 with no gaps: event n is at n - 1.
+                    let next = buffer
+                        .events
+                        .lock()
+                        .unwrap_or_else(|p| p.into_inner())
+                        .get(cursor as usize)
+                        .cloned();
+                    if let Some(event) = next {
+                        let ended = event.is_done();
+                        let seq = event.seq;
+                        return Some((event, (buffer, receiver, seq, ended)));
+                    }
+                    if receiver.changed().await.is_err() {
+                        return None;
+                    }
+                }
+            },
+        )
+        .boxed()
+    }
+}
+
+/// The buffers of this process's answers, and the database behind them.
+#[derive(Clone)]
+pub struct EventLog {
+    db: Db,
+    replica: String,
+    buffers: Arc<Mutex<HashMap<MessageId, Arc<Buffer>>>>,
+}
+
+impl EventLog {
+    pub fn new(db: Db, replica: String) -> Self {
+        Self {
+            db,
+            replica,
+            buffers: Arc::default(),
+        }
+    }
+
+    /// A buffer for a new answer (or one being finished after a restart).
+    pub fn open(&self, id: &MessageId, owner: &Subject, events: Vec<LoggedEvent>) {
+        let count = events.len() as u64;
+        let buffer = Arc::new(Buffer {
+            owner: owner.clone(),
+            events: Mutex::new(events),
+            latest: watch::channel(count).0,
+            failed: AtomicBool::new(false),
+        });
+        self.lock().insert(id.clone(), buffer);
+    }
+
+    pub fn buffer(&self, id: &MessageId) -> Option<Arc<Buffer>> {
+        self.lock().get(id).cloned()
+    }
+
+    /// Forgets a finished answer's buffer; its events stay in the database.
+    pub fn close(&self, id: &MessageId) {
+        self.lock().remove(id);
+    }
+
+    /// Writes one batch, then hands its events to their viewers.
+    pub async fn write(&self, batch: Vec<Append>) -> Result<(), LiveError> {
+        let mut outcome = Ok(());
+        for attempt in 1..=WRITE_TRIES {
+            outcome = self.commit(&batch).await;
+            match &outcome {
+                Ok(()) => break,
+                Err(error) if attempt < WRITE_TRIES => {
+                    tracing::warn!(%error, attempt, "writing answer events; trying again");
+                    tokio::time::sleep(Duration::from_millis(50 << attempt)).await;
+                }
+                Err(_) => {}
+            }
+        }
+        let failed = outcome.is_err();
+        for Append { answer, event } in batch {
+            if let Some(buffer) = self.buffer(&answer.message) {
+                // Even unstored, the events go out: viewers must not hang; the answer
+                // learns of the failure at its next event and ends.
+                buffer.failed.fetch_or(failed, Ordering::SeqCst);
+                buffer.push(event);
+            }
+        }
+        outcome
+    }
+
+    async fn commit(&self, batch: &[Append]) -> Result<(), LiveError> {
+        let now = canonical_now();
+        let mut tx = self.db.begin_write().await?;
+        for Append { answer, .. } in batch.iter().filter(|a| a.event.seq == 1) {
+            sqlx::query(
+                "INSERT INTO answers (id, conversation_id, owner, replica, status, created_at) \
+                 VALUES ($1, $2, $3, $4, 'running', $5) ON CONFLICT (id) DO NOTHING",
+            )
+            .bind(&answer.message)
+            .bind(&answer.conversation)
+            .bind(&answer.owner)
+            .bind(&self.replica)
+            .bind(&now)
+            .execute(&mut *tx)
+            .await?;
+        }
+        let mut insert = sqlx::QueryBuilder::<sqlx::Any>::new(
+            "INSERT INTO answer_events (message_id, seq, name, data) ",
+        );
+        insert.push_values(batch, |mut row, Append { answer, event }| {
+            row.push_bind(answer.message.as_str())
+                .push_bind(event.seq as i64)
+                .push_bind(&*event.name)
+                .push_bind(&*event.data);
+        });
+        insert.build().execute(&mut *tx).await?;
+        for Append { answer, .. } in batch.iter().filter(|a| a.event.is_done()) {
+            sqlx::query(
+                "UPDATE answers SET status = 'finished', finished_at = $1 WHERE id = $2 AND status = 'running'",
+            )
+            .bind(&now)
+            .bind(&answer.message)
+            .execute(&mut *tx)
+            .await?;
+        }
+        tx.commit().await?;
+        Ok(())
+    }
+
+    /// A finished answer's events from the database: `None` if it is not `owner`'s.
+    pub async fn stored(
+        &self,
+        id: &MessageId,
+        owner: &Subject,
+        after: u64,
+    ) -> Result<Option<Events>, LiveError> {
+        let found: Option<(Subject,)> = sqlx::query_as("SELECT owner FROM answers WHERE id = $1")
+            .bind(id)
+            .fetch_optional(self.db.pool())
+            .await?;
+        if found.is_none_or(|(found,)| &found != owner) {
+            return Ok(None);
+        }
+        let events = self.events(id, after).await?;
+        Ok(Some(futures::stream::iter(events).boxed()))
+    }
+
+    pub async fn events(&self, id: &MessageId, after: u64) -> Result<Vec<LoggedEvent>, LiveError> {
+        let rows: Vec<(i64, String, String)> = sqlx::query_as(
+            "SELECT seq, name, data FROM answer_events WHERE message_id = $1 AND seq > $2 ORDER BY seq",
+        )
+        .bind(id)
+        .bind(after as i64)
+        .fetch_all(self.db.pool())
+        .await?;
+        Ok(rows
+            .into_iter()
+            .map(|(seq, name, data)| LoggedEvent {
+                seq: seq as u64,
+                name: name.into(),
+                data: data.into(),
+            })
+            .collect())
+    }
+
+    /// Following a buffer in memory.
+    pub fn follow(&self, id: &MessageId, owner: &Subject, after: u64) -> Option<Option<Events>> {
+        let buffer = self.buffer(id)?;
+        Some((&buffer.owner == owner).then(|| buffer.follow(after)))
+    }
+
+    fn lock(&self) -> std::sync::MutexGuard<'_, HashMap<MessageId, Arc<Buffer>>> {
+        self.buffers.lock().unwrap_or_else(|p| p.into_inner())
+    }
+}
