@@ -5,6 +5,7 @@
 
 use chrono::{Datelike, Days, NaiveDate};
 
+use super::comparisons::{self, Comparison, Ordering};
 use super::words::{self, WEEKDAYS, listed, month_number, split_words, stem};
 
 const NUMBER_WORDS: &str = "zero one two three four five six seven eight nine ten eleven \
@@ -33,14 +34,14 @@ const DETERMINERS: &str = "of the our my your all these those any";
 
 /// One whitespace-separated piece of the question, without surrounding punctuation.
 #[derive(Debug, Clone)]
-struct Token {
-    raw: String,
-    lower: String,
+pub(super) struct Token {
+    pub raw: String,
+    pub lower: String,
     /// A comma, full stop, colon or the like followed it: a clause ends here.
-    ends_clause: bool,
+    pub ends_clause: bool,
 }
 
-fn tokens(text: &str) -> Vec<Token> {
+pub(super) fn tokens(text: &str) -> Vec<Token> {
     text.split_whitespace()
         .filter_map(|piece| {
             let trimmed_end = piece.trim_end_matches(|c: char| ",.!?;:)]}\"'”’…".contains(c));
@@ -89,6 +90,14 @@ pub(super) struct Facts {
     pub keywords: Vec<String>,
     /// The words joined by single spaces and padded, for matching phrases.
     pub phrase: String,
+    /// "more than 3 bookings", "after friday".
+    pub comparisons: Vec<Comparison>,
+    /// "the most bookings", "the latest".
+    pub ordering: Option<Ordering>,
+    /// The question asks about one record: "which customer has…", "who spent…".
+    pub singular: bool,
+    /// The weekdays named (0 is Monday), and whether in the plural ("on saturdays").
+    pub weekdays: Vec<(usize, bool)>,
 }
 
 impl Facts {
@@ -117,6 +126,10 @@ impl Facts {
                 .cloned()
                 .collect(),
             phrase: format!(" {} ", words.join(" ")),
+            comparisons: comparisons::read(&toks, today),
+            ordering: comparisons::ordering(&toks),
+            singular: singular(&toks),
+            weekdays: weekdays(&toks),
         }
     }
 
@@ -156,6 +169,8 @@ impl Facts {
             person: later.person.clone().or(self.person),
             quoted: later.quoted.clone().or(self.quoted),
             labelled: later.labelled.clone().or(self.labelled),
+            comparisons: pick(&later.comparisons, self.comparisons),
+            ordering: later.ordering.clone().or(self.ordering),
             stems: [self.stems, later.stems.clone()].concat(),
             phrase: format!("{}{}", self.phrase, later.phrase),
             ..self
@@ -166,7 +181,7 @@ impl Facts {
 // ---------------------------------------------------------------------------------
 // Numbers
 
-fn number(word: &str) -> Option<u32> {
+pub(super) fn number(word: &str) -> Option<u32> {
     if !word.is_empty() && word.len() <= 4 && word.bytes().all(|b| b.is_ascii_digit()) {
         return word.parse().ok();
     }
@@ -176,7 +191,7 @@ fn number(word: &str) -> Option<u32> {
         .and_then(|n| u32::try_from(n).ok())
 }
 
-fn word_at(toks: &[Token], i: Option<usize>) -> &str {
+pub(super) fn word_at(toks: &[Token], i: Option<usize>) -> &str {
     i.and_then(|i| toks.get(i)).map_or("", |t| t.lower.as_str())
 }
 
@@ -195,7 +210,7 @@ fn dates(toks: &[Token], today: NaiveDate) -> Vec<NaiveDate> {
     found
 }
 
-fn date_at(toks: &[Token], i: usize, today: NaiveDate) -> Option<NaiveDate> {
+pub(super) fn date_at(toks: &[Token], i: usize, today: NaiveDate) -> Option<NaiveDate> {
     let word = toks[i].lower.as_str();
     let prev = |k: usize| word_at(toks, i.checked_sub(k));
     let next = |k: usize| word_at(toks, Some(i + k));
@@ -325,7 +340,7 @@ fn times(toks: &[Token]) -> Vec<String> {
     found
 }
 
-fn time_at(toks: &[Token], i: usize, morning: bool) -> Option<String> {
+pub(super) fn time_at(toks: &[Token], i: usize, morning: bool) -> Option<String> {
     let word = toks[i].lower.as_str();
     match word {
         "noon" | "midday" => return Some("12:00".to_owned()),
@@ -617,6 +632,35 @@ fn labelled(text: &str) -> Option<Labelled> {
 
 // ---------------------------------------------------------------------------------
 // Intent
+
+/// "Which customer has…", "who spent…", "what is the highest…": one record wanted.
+fn singular(toks: &[Token]) -> bool {
+    let second = word_at(toks, Some(1));
+    match word_at(toks, Some(0)) {
+        "who" | "whose" => !matches!(second, "are" | "were" | "have"),
+        "which" | "what" => {
+            matches!(second, "is" | "was" | "has")
+                || (second.len() > 2
+                    && !second.ends_with('s')
+                    && !words::is_stop_word(second)
+                    && !matches!(word_at(toks, Some(2)), "are" | "were" | "have"))
+        }
+        _ => false,
+    }
+}
+
+fn weekdays(toks: &[Token]) -> Vec<(usize, bool)> {
+    let mut found: Vec<(usize, bool)> = Vec::new();
+    for tok in toks {
+        let single = tok.lower.strip_suffix('s').unwrap_or(&tok.lower);
+        if let Some(day) = WEEKDAYS.iter().position(|w| *w == single)
+            && !found.iter().any(|(d, _)| *d == day)
+        {
+            found.push((day, single.len() < tok.lower.len()));
+        }
+    }
+    found
+}
 
 fn counting(toks: &[Token]) -> bool {
     toks.iter().enumerate().any(|(i, t)| {

@@ -5,7 +5,12 @@ use std::collections::BTreeSet;
 
 use serde_json::{Map, Value};
 
+use chrono::{Days, NaiveDate};
+
+use super::comparisons::{Op, Operand};
 use super::facts::Facts;
+use super::fields::{self, Dialect, Field, SortStyle};
+use super::filter::{self, Condition};
 use super::schema::{self, Kind, Property};
 use super::words::{
     action_synonyms, bare_tool_name, content_stems, same_action, split_words, stem,
@@ -14,6 +19,11 @@ use crate::gateway::llm::ToolDef;
 
 /// At most this many tool calls in one turn.
 const MAX_CALLS: usize = 3;
+/// Records asked for when listing: as many as an answer shows.
+pub(super) const PAGE: i64 = 10;
+/// Verbs that open the name of a tool that only reads.
+const READ_VERBS: &str = "get list find search fetch read query lookup look show count check \
+    describe browse view";
 /// A name or title word says far more about a tool than a word deep in its description.
 const HEADING_WEIGHT: f64 = 3.0;
 const LEAD_WEIGHT: f64 = 1.5;
@@ -53,6 +63,10 @@ struct Profile<'a> {
     params: Vec<(Property, Role)>,
     /// The description says the result carries a total or count.
     reports_total: bool,
+    /// What a filter parameter can say: the fields, and how conditions are written.
+    fields: Vec<Field>,
+    dialect: Option<Dialect>,
+    sort_style: Option<SortStyle>,
 }
 
 impl<'a> Profile<'a> {
@@ -72,22 +86,54 @@ impl<'a> Profile<'a> {
             .iter()
             .map(|w| stem(w))
             .collect();
+        let params: Vec<(Property, Role)> = props
+            .into_iter()
+            .map(|p| {
+                let role = role(&p);
+                (p, role)
+            })
+            .collect();
+        let about = |wanted: &Role| {
+            let own: Vec<&str> = params
+                .iter()
+                .filter(|(_, r)| r == wanted)
+                .map(|(p, _)| p.description.as_str())
+                .collect();
+            format!("{}\n{}", tool.description, own.join("\n"))
+        };
+        let filter_text = about(&Role::Filter);
+        let names: Vec<String> = params.iter().map(|(p, _)| p.name.clone()).collect();
+        let has = |wanted: &Role| params.iter().any(|(_, r)| r == wanted);
+        let listed_fields = if has(&Role::Filter) || has(&Role::Sort) {
+            fields::read(&filter_text, &names)
+        } else {
+            Vec::new()
+        };
+        // What a list can be filtered on says what it lists.
+        for field in &listed_fields {
+            lead.extend(content_stems(&field.path));
+        }
         Profile {
             tool,
             heading: heading_stems(tool),
             lead,
             body,
-            params: props
-                .into_iter()
-                .map(|p| {
-                    let role = role(&p);
-                    (p, role)
-                })
-                .collect(),
             reports_total: ["total", "count"]
                 .iter()
                 .any(|w| description_words.contains(*w)),
+            fields: listed_fields,
+            dialect: has(&Role::Filter)
+                .then(|| Dialect::read(&filter_text))
+                .flatten(),
+            sort_style: has(&Role::Sort)
+                .then(|| SortStyle::read(&about(&Role::Sort)))
+                .flatten(),
+            params,
         }
+    }
+
+    fn reads(&self) -> bool {
+        reads(self.tool)
     }
 
     fn relevance(&self, words: &BTreeSet<String>) -> f64 {
@@ -117,6 +163,17 @@ impl<'a> Profile<'a> {
             .iter()
             .any(|(p, role)| p.required && *role == Role::Id)
     }
+}
+
+/// Reads, by its annotation or, when a server gives none, by the verb its name opens
+/// with ("list_items", "getStock").
+pub(super) fn reads(tool: &ToolDef) -> bool {
+    let words = split_words(bare_tool_name(&tool.name));
+    let verb_reads = words
+        .first()
+        .is_some_and(|w| super::words::listed(READ_VERBS, w));
+    let verb_changes = words.iter().any(|w| action_synonyms(w).is_some());
+    tool.read_only || (verb_reads && !verb_changes)
 }
 
 /// The stems of a tool's name (without the server prefix) and title.
@@ -158,6 +215,38 @@ impl<'a> Planner<'a> {
         self.profiles
             .iter()
             .any(|p| p.tool.name == call.name && !p.tool.read_only)
+    }
+}
+
+/// What a call's arguments asked of a list, by the roles of the parameters they fill.
+#[derive(Debug, Default)]
+pub(super) struct Asked {
+    pub filter: Option<String>,
+    pub sort: Option<String>,
+    pub limit: Option<u64>,
+    /// A date parameter narrowed the list.
+    pub dated: bool,
+}
+
+impl Asked {
+    pub(super) fn of(tool: Option<&ToolDef>, arguments: Option<&Value>) -> Asked {
+        let (Some(tool), Some(Value::Object(args))) = (tool, arguments) else {
+            return Asked::default();
+        };
+        let mut asked = Asked::default();
+        for prop in schema::properties(&tool.parameters) {
+            let Some(value) = args.get(&prop.name).filter(|v| !v.is_null()) else {
+                continue;
+            };
+            match role(&prop) {
+                Role::Filter => asked.filter = value.as_str().map(str::to_owned),
+                Role::Sort => asked.sort = value.as_str().map(str::to_owned),
+                Role::Limit => asked.limit = value.as_u64(),
+                Role::Date(_) => asked.dated = true,
+                _ => {}
+            }
+        }
+        asked
     }
 }
 
@@ -232,7 +321,7 @@ fn best_of<'p, 'a>(
 fn plan_reads<'a>(profiles: &[Profile<'a>], question: &str, facts: &Facts) -> Plan<'a> {
     let readable: Vec<&Profile> = profiles
         .iter()
-        .filter(|p| p.tool.read_only && (!facts.ids.is_empty() || !p.by_id()))
+        .filter(|p| p.reads() && (!facts.ids.is_empty() || !p.by_id()))
         .collect();
     let mut picks: Vec<&Profile> = Vec::new();
     for part in parts(question) {
@@ -292,7 +381,9 @@ fn best_read<'p, 'a>(
             }
             let filled = fill(p, facts);
             let id_bonus = if p.by_id() { HEADING_WEIGHT } else { 0.0 };
-            let score = relevance + id_bonus + 0.5 * filled.filled as f64
+            // A tool the server marks read-only is surer than one that only sounds so.
+            let marked = if p.tool.read_only { 0.25 } else { 0.0 };
+            let score = relevance + id_bonus + marked + 0.5 * filled.filled as f64
                 - 2.0 * filled.missing.len() as f64;
             Some((*p, score))
         })
@@ -339,6 +430,10 @@ enum Role {
     Phone,
     PersonName,
     Search,
+    /// A filter expression: `rating < 3 AND …`.
+    Filter,
+    /// Sort keys: `rating:desc`.
+    Sort,
     Text,
     Limit,
     PartySize,
@@ -366,6 +461,8 @@ fn role(p: &Property) -> Role {
     match () {
         _ if string && last == "id" => Role::Id,
         _ if !p.values.is_empty() => Role::Choice,
+        _ if string && fields::is_filter_param(&p.name, &p.description) => Role::Filter,
+        _ if string && fields::is_sort_param(&p.name) => Role::Sort,
         _ if string && format == "date-time" => Role::Other,
         _ if string && (format == "date" || has("date") || has("day")) => Role::Date(side(&words)),
         _ if string && (format == "time" || has("time") || is_clock_pattern(p)) => Role::Time,
@@ -454,13 +551,21 @@ impl Filled {
 }
 
 fn fill(profile: &Profile, facts: &Facts) -> Filled {
+    let shape = Shape::of(profile, facts);
     let mut filled = Filled {
         args: Map::new(),
         missing: Vec::new(),
         filled: 0,
     };
     for (prop, role) in &profile.params {
-        match value_for(prop, role, facts, profile.reports_total) {
+        let value = match role {
+            Role::Date(side) => shape.date(*side),
+            Role::Filter => shape.filter.clone().map(Value::String),
+            Role::Sort => shape.sort.clone().map(Value::String),
+            Role::Limit => limit(prop, facts, profile.reports_total, &shape).map(Value::from),
+            _ => value_for(prop, role, facts),
+        };
+        match value {
             Some(value) => {
                 if *role != Role::Limit {
                     filled.filled += 1;
@@ -474,41 +579,169 @@ fn fill(profile: &Profile, facts: &Facts) -> Filled {
     filled
 }
 
-fn value_for(prop: &Property, role: &Role, facts: &Facts, reports_total: bool) -> Option<Value> {
+/// What a list call should return, worked out once for all its parameters: the
+/// date range, the filter text, the sort key, and whether the tool itself applies
+/// every condition the question states.
+struct Shape {
+    from: Option<NaiveDate>,
+    to: Option<NaiveDate>,
+    filter: Option<String>,
+    sort: Option<String>,
+    /// The sort comes from the question's "most", "latest" and the like.
+    ranked: bool,
+    /// No condition is left for the answer to check on the records.
+    complete: bool,
+}
+
+impl Shape {
+    fn of(profile: &Profile, facts: &Facts) -> Shape {
+        let has_dates = profile
+            .params
+            .iter()
+            .any(|(_, role)| matches!(role, Role::Date(_)));
+        let compared: Vec<NaiveDate> = facts
+            .comparisons
+            .iter()
+            .filter_map(|c| match c.value {
+                Operand::Date(d) => Some(d),
+                _ => None,
+            })
+            .collect();
+        let plain: Vec<NaiveDate> = facts
+            .dates
+            .iter()
+            .copied()
+            .filter(|d| !compared.contains(d))
+            .collect();
+        let mut shape = Shape {
+            from: plain.first().copied(),
+            to: plain.last().copied(),
+            filter: None,
+            sort: None,
+            ranked: false,
+            complete: true,
+        };
+        let mut conditions: Vec<Condition> = Vec::new();
+        let filters = profile.dialect.is_some() && !profile.fields.is_empty();
+        for c in &facts.comparisons {
+            match (&c.value, has_dates) {
+                (Operand::Date(d), true) => shape.bound(c.op, *d),
+                _ => match filter::field_for(c, &profile.fields).filter(|_| filters) {
+                    Some(field) => conditions.push(Condition {
+                        field: field.clone(),
+                        op: c.op,
+                        value: c.value.clone(),
+                    }),
+                    None => shape.complete = false,
+                },
+            }
+        }
+        if !has_dates && !plain.is_empty() {
+            match filter::main_date(&profile.fields, false).filter(|_| filters) {
+                Some(field) => conditions.extend(on_dates(field, &plain)),
+                None => shape.complete = false,
+            }
+        }
+        if let Some(dialect) = &profile.dialect
+            && !conditions.is_empty()
+        {
+            shape.filter = Some(filter::render(&conditions, dialect));
+        }
+        shape.sort_by(profile, facts, &conditions);
+        shape
+    }
+
+    fn bound(&mut self, op: Op, date: NaiveDate) {
+        let day = Days::new(1);
+        match op {
+            Op::Gt => self.from = date.checked_add_days(day),
+            Op::Ge => self.from = Some(date),
+            Op::Lt => self.to = date.checked_sub_days(day),
+            Op::Le => self.to = Some(date),
+            Op::Eq => (self.from, self.to) = (Some(date), Some(date)),
+        }
+    }
+
+    fn date(&self, side: Side) -> Option<Value> {
+        let date = match side {
+            Side::To => self.to.or(self.from),
+            Side::Single | Side::From => self.from.or(self.to),
+        }?;
+        Some(Value::String(date.format("%Y-%m-%d").to_string()))
+    }
+
+    /// By what the question ranks ("the most bookings"); else by what it compares, the
+    /// records furthest past the bound first.
+    fn sort_by(&mut self, profile: &Profile, facts: &Facts, conditions: &[Condition]) {
+        let Some(style) = profile.sort_style else {
+            return;
+        };
+        if let Some(ordering) = &facts.ordering {
+            if let Some(field) = filter::sort_for(ordering, &profile.fields) {
+                self.sort = Some(style.key(&field.path, ordering.descending));
+                self.ranked = true;
+            }
+            return;
+        }
+        if let Some(c) = conditions
+            .iter()
+            .find(|c| matches!(c.value, Operand::Number(_)))
+        {
+            self.sort = Some(style.key(&c.field.path, c.op.upward()));
+        }
+    }
+}
+
+/// One date is that day; several are the range from the first to the last.
+fn on_dates(field: &Field, dates: &[NaiveDate]) -> Vec<Condition> {
+    let at = |op: Op, date: NaiveDate| Condition {
+        field: field.clone(),
+        op,
+        value: Operand::Date(date),
+    };
+    match dates {
+        [one] => vec![at(Op::Eq, *one)],
+        [first, .., last] => vec![at(Op::Ge, *first), at(Op::Le, *last)],
+        [] => Vec::new(),
+    }
+}
+
+fn value_for(prop: &Property, role: &Role, facts: &Facts) -> Option<Value> {
     let text = |s: &String| Value::String(s.clone());
     match role {
         Role::Id => facts.ids.first().map(text),
         Role::Choice => choose(&prop.values, facts).map(Value::String),
-        Role::Date(side) => {
-            let date = match side {
-                Side::To => facts.dates.last(),
-                Side::Single | Side::From => facts.dates.first(),
-            }?;
-            Some(Value::String(date.format("%Y-%m-%d").to_string()))
-        }
         Role::Time => facts.times.first().map(text),
         Role::Email => facts.emails.first().map(text),
         Role::Phone => facts.phones.first().map(text),
         Role::PersonName => facts.person.as_ref().map(text),
         Role::Search => search_text(prop, facts).map(Value::String),
         Role::Text => free_text(prop, facts).map(Value::String),
-        Role::Limit => limit(prop, facts, reports_total).map(Value::from),
         Role::PartySize => facts.party.map(Value::from),
         Role::Minutes => facts.minutes.map(Value::from),
         Role::Flag(stems) => {
             let said = !stems.is_empty() && stems.iter().all(|s| facts.stems.contains(s));
             said.then_some(Value::Bool(true))
         }
-        Role::Other => None,
+        Role::Date(_) | Role::Filter | Role::Sort | Role::Limit | Role::Other => None,
     }
 }
 
-/// To count, one record is enough when the result reports the total; "top 5" asks for five.
-fn limit(prop: &Property, facts: &Facts, reports_total: bool) -> Option<i64> {
+/// To count, one record is enough when the result reports the total; "top 5" asks for
+/// five; "which customer has the most" for one; a plain list for a page an answer
+/// shows, when the result says how many there are in all and nothing is left for the
+/// answer to check on the records.
+fn limit(prop: &Property, facts: &Facts, reports_total: bool, shape: &Shape) -> Option<i64> {
     let wanted = if facts.counting && reports_total {
         1
+    } else if let Some(top) = facts.top {
+        i64::from(top)
+    } else if shape.ranked {
+        if facts.singular { 1 } else { PAGE }
+    } else if reports_total && shape.complete {
+        PAGE
     } else {
-        i64::from(facts.top?)
+        return None;
     };
     let low = prop.minimum.unwrap_or(1);
     let high = prop.maximum.unwrap_or(i64::MAX);

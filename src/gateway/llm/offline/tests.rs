@@ -165,7 +165,11 @@ async fn a_list_question_gets_a_markdown_table() {
     let (planned, answered) = round_trip("Show me the tables", &[TABLES]).await;
     assert_eq!(planned.len(), 1);
     assert_eq!(planned[0].name, "resos__getTables");
-    assert_eq!(arguments(&planned[0]), json!({}));
+    assert_eq!(
+        arguments(&planned[0]),
+        json!({"limit": 10}),
+        "a page, not every record"
+    );
     let answer = text(&answered);
     let rows: Vec<&str> = answer.lines().filter(|l| l.starts_with('|')).collect();
     assert!(
@@ -357,7 +361,7 @@ async fn a_list_filter_is_read_from_the_question() {
     assert_eq!(planned[0].name, "resos__getBookings");
     assert_eq!(
         arguments(&planned[0]),
-        json!({"fromDate": "2026-11-22", "toDate": "2026-11-22", "onlyConfirmed": true})
+        json!({"fromDate": "2026-11-22", "toDate": "2026-11-22", "onlyConfirmed": true, "limit": 10})
     );
     let planned = calls(&run(question("Show the top 5 customers")).await);
     assert_eq!(arguments(&planned[0]), json!({"limit": 5}));
