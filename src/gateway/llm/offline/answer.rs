@@ -67,6 +67,8 @@ struct Context<'a> {
     facts: &'a Facts,
     /// The question's topic stems: columns named by them come first.
     asked: BTreeSet<String>,
+    /// Fields the call filtered or sorted on (`rating`, `customer.name`): shown first.
+    wanted: Vec<String>,
 }
 
 pub(super) fn answer(question: &str, facts: &Facts, outcomes: &[Outcome]) -> String {
@@ -74,6 +76,7 @@ pub(super) fn answer(question: &str, facts: &Facts, outcomes: &[Outcome]) -> Str
         question,
         facts,
         asked: content_stems(question),
+        wanted: Vec::new(),
     };
     match outcomes {
         [] => "There are no tool results to report.".to_owned(),
@@ -227,10 +230,11 @@ fn noun(ctx: &Context, o: &Outcome) -> String {
     let plural = split_words(ctx.question)
         .into_iter()
         .find(|w| w.len() > 3 && w.ends_with('s') && heading.contains(&stem(w)));
-    if let Some(word) = plural {
-        return word;
-    }
     let own = tool_noun(o.name);
+    if let Some(word) = plural {
+        // "hours" is better said as the tool says it: "opening hours".
+        return if own.ends_with(&word) { own } else { word };
+    }
     if own.ends_with('s') {
         own
     } else if own.is_empty() {
@@ -368,6 +372,14 @@ impl Column {
         }
     }
 
+    /// `key`, or `key.child` for a field of a nested object.
+    fn path(&self) -> String {
+        match &self.child {
+            Some(child) => format!("{}.{child}", self.key),
+            None => self.key.clone(),
+        }
+    }
+
     fn leaf(&self) -> &str {
         self.child.as_deref().unwrap_or(&self.key)
     }
@@ -398,7 +410,7 @@ fn columns(
     let mut found: Vec<Column> = Vec::new();
     for row in rows {
         for (key, value) in row.iter() {
-            for child in children(ctx, value) {
+            for child in children(ctx, key, value) {
                 let known = found
                     .iter()
                     .any(|c| c.key == *key && c.child.as_deref() == child);
@@ -417,7 +429,17 @@ fn columns(
         .filter_map(|c| {
             let sample = rows.iter().filter_map(|r| c.get(r)).find(|v| !blank(v))?;
             let reference = top_level_ids && c.child.is_none() && c.is_id();
-            let rank = if reference { 1 } else { rank(ctx, &c, sample) };
+            // A value every row shares says nothing about any one of them.
+            let constant = rows.len() >= 3 && rows.iter().all(|r| c.get(r) == Some(sample));
+            let rank = if ctx.wanted.contains(&c.path()) {
+                0
+            } else if reference {
+                1
+            } else if constant {
+                7
+            } else {
+                rank(ctx, &c, sample)
+            };
             Some((rank, usize::from(c.child.is_some()), c))
         })
         .collect();
@@ -426,12 +448,15 @@ fn columns(
 }
 
 /// `None` for the value itself, or the fields of a nested object worth a column.
-fn children<'v>(ctx: &Context, value: &'v Value) -> Vec<Option<&'v str>> {
+fn children<'v>(ctx: &Context, key: &str, value: &'v Value) -> Vec<Option<&'v str>> {
     match value {
         Value::Object(fields) => fields
             .iter()
             .filter(|(k, v)| {
-                !v.is_object() && !v.is_array() && (is_name_like(k) || asked_about(ctx, k))
+                let wanted = ctx.wanted.contains(&format!("{key}.{k}"));
+                !v.is_object()
+                    && !v.is_array()
+                    && (is_name_like(k) || asked_about(ctx, k) || wanted)
             })
             .map(|(k, _)| Some(k.as_str()))
             .collect(),

@@ -131,6 +131,8 @@ pub(super) enum Operand {
     Date(NaiveDate),
     /// `HH:MM`, 24-hour.
     Time(String),
+    /// Quoted text: `supplier 'Nordic Dairy'`.
+    Text(String),
 }
 
 #[derive(Debug, Clone, PartialEq)]
@@ -141,6 +143,8 @@ pub(super) struct Comparison {
     /// after the value ("3 bookings"), then the words before the comparator, nearest
     /// first ("spent over 500").
     pub subject: Vec<String>,
+    /// The words it takes, as token positions: its dates are not dates of their own.
+    pub span: (usize, usize),
 }
 
 #[derive(Debug, Clone, PartialEq)]
@@ -199,6 +203,7 @@ fn prefixed(
                 op,
                 value: Operand::Number(value),
                 subject,
+                span: (i, end),
             },
             end,
         ));
@@ -228,6 +233,7 @@ fn prefixed(
             op,
             value,
             subject: subject(toks, i, end),
+            span: (i, end),
         },
         end,
     ))
@@ -255,6 +261,7 @@ fn suffixed(toks: &[Token], i: usize) -> Option<(Comparison, usize)> {
                 op: Op::Ge,
                 value: Operand::Number(value),
                 subject: subject(toks, i, end),
+                span: (i, end),
             },
             end,
         ));
@@ -272,6 +279,7 @@ fn suffixed(toks: &[Token], i: usize) -> Option<(Comparison, usize)> {
             op,
             value: Operand::Number(value),
             subject: subject(toks, i, end),
+            span: (i, end),
         },
         end,
     ))
@@ -297,11 +305,13 @@ fn between(toks: &[Token], i: usize, today: NaiveDate) -> Option<(Vec<Comparison
                 op: Op::Ge,
                 value: low,
                 subject: subject.clone(),
+                span: (i, end),
             },
             Comparison {
                 op: Op::Le,
                 value: high,
                 subject,
+                span: (i, end),
             },
         ],
         end,
@@ -456,10 +466,16 @@ fn subject(toks: &[Token], start: usize, end: usize) -> Vec<String> {
 /// "the most bookings", "highest rated", "spent the most", "the latest", "top 5 … by
 /// spending".
 pub(super) fn ordering(toks: &[Token]) -> Option<Ordering> {
-    let at = toks.iter().position(|t| {
-        parts(&t.lower).iter().any(|p| {
-            listed(DESCENDING, p) || listed(ASCENDING, p) || listed(NEWEST, p) || listed(OLDEST, p)
-        })
+    let at = toks.iter().enumerate().position(|(i, t)| {
+        // "at least 4" and "at most 4" bound a value; they rank nothing.
+        let bound = i > 0 && toks[i - 1].lower == "at";
+        !bound
+            && parts(&t.lower).iter().any(|p| {
+                listed(DESCENDING, p)
+                    || listed(ASCENDING, p)
+                    || listed(NEWEST, p)
+                    || listed(OLDEST, p)
+            })
     })?;
     let word = parts(&toks[at].lower);
     let said = |list: &str| word.iter().any(|p| listed(list, p));
@@ -503,6 +519,30 @@ fn parts(word: &str) -> Vec<&str> {
         parts.extend(word.split('-').filter(|p| !p.is_empty()));
     }
     parts
+}
+
+/// Quoted text after the words that say what it is: `supplier 'Nordic Dairy'`,
+/// `customers named "Smith"`. `quoted` is the text inside the first quotes.
+pub(super) fn quoted(question: &str, quoted: &str) -> Option<Comparison> {
+    let at = question.find(quoted)?;
+    let before = question.get(..at.checked_sub(1)?)?;
+    let subject: Vec<String> = before
+        .split_whitespace()
+        .rev()
+        .map(|w| {
+            w.trim_matches(|c: char| !c.is_alphanumeric())
+                .to_lowercase()
+        })
+        .filter(|w| w.len() > 1 && !is_stop_word(w))
+        .take(2)
+        .map(|w| stem(&w))
+        .collect();
+    (!subject.is_empty()).then(|| Comparison {
+        op: Op::Eq,
+        value: Operand::Text(quoted.to_owned()),
+        subject,
+        span: (0, 0),
+    })
 }
 
 /// The weekday a date falls on, lowercase.

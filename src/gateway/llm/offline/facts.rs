@@ -66,6 +66,8 @@ pub(super) struct Labelled {
 #[derive(Debug, Clone)]
 pub(super) struct Facts {
     pub dates: Vec<NaiveDate>,
+    /// The dates that are not the bound of a comparison: "on friday", not "after friday".
+    pub free_dates: Vec<NaiveDate>,
     /// `HH:MM`, 24-hour.
     pub times: Vec<String>,
     pub party: Option<u32>,
@@ -103,9 +105,16 @@ pub(super) struct Facts {
 impl Facts {
     pub(super) fn read(question: &str, today: NaiveDate) -> Facts {
         let toks = tokens(question);
-        let words = split_words(question);
+        // A note's own words ("guest is allergic…") choose no option and set no flag.
+        let words = split_words(&without_free_text(question));
+        let comparisons: Vec<Comparison> = quoted(question)
+            .and_then(|text| comparisons::quoted(question, &text))
+            .into_iter()
+            .chain(comparisons::read(&toks, today))
+            .collect();
         Facts {
             dates: dates(&toks, today),
+            free_dates: free_dates(&toks, today, &comparisons),
             times: times(&toks),
             party: party(&toks),
             minutes: minutes(&toks),
@@ -126,7 +135,7 @@ impl Facts {
                 .cloned()
                 .collect(),
             phrase: format!(" {} ", words.join(" ")),
-            comparisons: comparisons::read(&toks, today),
+            comparisons,
             ordering: comparisons::ordering(&toks),
             singular: singular(&toks),
             weekdays: weekdays(&toks),
@@ -159,6 +168,7 @@ impl Facts {
         }
         Facts {
             dates: pick(&later.dates, self.dates),
+            free_dates: pick(&later.free_dates, self.free_dates),
             times: pick(&later.times, self.times),
             party: later.party.or(self.party),
             minutes: later.minutes.or(self.minutes),
@@ -202,6 +212,34 @@ fn dates(toks: &[Token], today: NaiveDate) -> Vec<NaiveDate> {
     let mut found = Vec::new();
     for i in 0..toks.len() {
         if let Some(date) = date_at(toks, i, today)
+            && !found.contains(&date)
+        {
+            found.push(date);
+        }
+    }
+    found
+}
+
+/// The question without its quoted text and the text after a labelling colon.
+fn without_free_text(question: &str) -> String {
+    let mut text = question.to_owned();
+    if let Some(quoted) = quoted(question) {
+        text = text.replace(&quoted, " ");
+    }
+    if let Some(labelled) = labelled(&text) {
+        text = text.replace(&labelled.text, " ");
+    }
+    text
+}
+
+fn free_dates(toks: &[Token], today: NaiveDate, comparisons: &[Comparison]) -> Vec<NaiveDate> {
+    let mut found = Vec::new();
+    for i in 0..toks.len() {
+        let compared = comparisons
+            .iter()
+            .any(|c| (c.span.0..c.span.1).contains(&i));
+        if !compared
+            && let Some(date) = date_at(toks, i, today)
             && !found.contains(&date)
         {
             found.push(date);
@@ -504,7 +542,18 @@ fn id_token(raw: &str, after_id_word: bool) -> Option<String> {
         && hex.chars().any(|c| c.is_ascii_digit())
         && hex.chars().any(|c| c.is_ascii_alphabetic());
     let after_word = after_id_word && idish(raw) && raw.chars().any(|c| c.is_ascii_digit());
-    (hex_like || after_word).then(|| raw.to_owned())
+    (hex_like || after_word || is_code(raw)).then(|| raw.to_owned())
+}
+
+/// A product or reference code: capitals, a dash or underscore, digits (`DRY-0042`).
+fn is_code(raw: &str) -> bool {
+    let Some((head, tail)) = raw.split_once(['-', '_']) else {
+        return false;
+    };
+    (1..=6).contains(&head.len())
+        && head.chars().all(|c| c.is_ascii_uppercase())
+        && (1..=10).contains(&tail.len())
+        && tail.chars().all(|c| c.is_ascii_digit())
 }
 
 fn email(word: &str) -> Option<String> {

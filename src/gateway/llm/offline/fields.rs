@@ -118,8 +118,13 @@ impl Dialect {
         } else {
             " AND "
         };
+        let quoted_dates = lower.contains("'yyyy-mm-dd'")
+            || lower.contains("\"yyyy-mm-dd\"")
+            || lower.contains("dates in single quotes")
+            || lower.contains("dates in double quotes")
+            || lower.contains("quote dates");
         let bare_dates = examples.iter().any(|s| has_bare_date(s))
-            || (lower.contains("yyyy-mm-dd") && !lower.contains("quote dates"));
+            || (lower.contains("yyyy-mm-dd") && !quoted_dates);
         Some(Dialect {
             quote,
             and: and.to_owned(),

@@ -62,35 +62,48 @@ fn fits(kind: FieldKind, value: &Operand) -> bool {
         Operand::Number(_) => matches!(kind, FieldKind::Number | FieldKind::Unknown),
         Operand::Date(_) => kind.is_temporal() || kind == FieldKind::Unknown,
         Operand::Time(_) => matches!(kind, FieldKind::Time | FieldKind::Unknown),
+        Operand::Text(_) => matches!(kind, FieldKind::Text | FieldKind::Unknown),
     }
 }
 
 /// The field a comparison is about; a date nobody named a field for is about the
-/// list's main date.
+/// list's main date, a time of day about its first time field.
 pub(super) fn field_for<'f>(comparison: &Comparison, fields: &'f [Field]) -> Option<&'f Field> {
-    let best = fields
+    match (&comparison.value, named_field(comparison, fields)) {
+        (_, Some(field)) => Some(field),
+        (Operand::Date(_), None) => main_date(fields, false),
+        (Operand::Time(_), None) => fields.iter().find(|f| f.kind == FieldKind::Time),
+        _ => None,
+    }
+}
+
+/// The field the comparison's own words name, if any.
+pub(super) fn named_field<'f>(comparison: &Comparison, fields: &'f [Field]) -> Option<&'f Field> {
+    fields
         .iter()
         .filter(|f| fits(f.kind, &comparison.value))
         .map(|f| {
-            let mut s = score(f, &comparison.subject);
             // "seats more than 6" means the most a table seats, "fewer than 2" the least.
-            let stems = field_stems(f);
-            let leaning = if comparison.op.upward() { "max" } else { "min" };
-            if s > 0.0 && stems.iter().any(|w| w == leaning) {
-                s += 0.5;
-            }
-            (f, s)
+            (
+                f,
+                leaning(f, score(f, &comparison.subject), comparison.op.upward()),
+            )
         })
         .filter(|(_, s)| *s > 0.0)
         .fold(None, |best: Option<(&Field, f64)>, next| match best {
             Some(b) if b.1 >= next.1 => Some(b),
             _ => Some(next),
         })
-        .map(|(f, _)| f);
-    match (&comparison.value, best) {
-        (_, Some(field)) => Some(field),
-        (Operand::Date(_), None) => main_date(fields, false),
-        _ => None,
+        .map(|(f, _)| f)
+}
+
+/// A score nudged towards a `max` field when large values are wanted, `min` when small.
+fn leaning(field: &Field, score: f64, upward: bool) -> f64 {
+    let wanted = if upward { "max" } else { "min" };
+    if score > 0.0 && field_stems(field).iter().any(|w| w == wanted) {
+        score + 0.5
+    } else {
+        score
     }
 }
 
@@ -121,19 +134,22 @@ pub(super) fn sort_for<'f>(ordering: &Ordering, fields: &'f [Field]) -> Option<&
     // "The most", "the lowest" are amounts: a number field before any other.
     let numeric = |f: &&Field| matches!(f.kind, FieldKind::Number | FieldKind::Unknown);
     let candidates: Vec<&Field> = fields.iter().filter(numeric).collect();
-    best_named(&candidates, &ordering.subject).or_else(|| {
+    best_named(&candidates, ordering).or_else(|| {
         let others: Vec<&Field> = fields
             .iter()
             .filter(|f| !numeric(f) && f.kind != FieldKind::Boolean)
             .collect();
-        best_named(&others, &ordering.subject)
+        best_named(&others, ordering)
     })
 }
 
-fn best_named<'f>(fields: &[&'f Field], subject: &[String]) -> Option<&'f Field> {
+fn best_named<'f>(fields: &[&'f Field], ordering: &Ordering) -> Option<&'f Field> {
     fields
         .iter()
-        .map(|f| (*f, score(f, subject)))
+        .map(|f| {
+            let s = score(f, &ordering.subject);
+            (*f, leaning(f, s, ordering.descending))
+        })
         .filter(|(_, s)| *s > 0.0)
         .fold(None, |best: Option<(&Field, f64)>, next| match best {
             Some(b) if b.1 >= next.1 => Some(b),
@@ -146,13 +162,18 @@ fn best_named<'f>(fields: &[&'f Field], subject: &[String]) -> Option<&'f Field>
 pub(super) fn render(conditions: &[Condition], dialect: &Dialect) -> String {
     conditions
         .iter()
-        .map(|c| {
-            format!(
+        .map(|c| match &c.value {
+            // Text is matched loosely where the tool allows: "Smith" finds "Ada Smith".
+            Operand::Text(text) if dialect.like && c.op == Op::Eq => {
+                let q = dialect.quote;
+                format!("{} LIKE {q}%{}%{q}", c.field.path, escaped(text, q))
+            }
+            value => format!(
                 "{} {} {}",
                 c.field.path,
                 c.op.symbol(),
-                literal(&c.value, dialect)
-            )
+                literal(value, dialect)
+            ),
         })
         .collect::<Vec<_>>()
         .join(&dialect.and)
@@ -165,7 +186,13 @@ fn literal(value: &Operand, dialect: &Dialect) -> String {
         Operand::Date(d) if dialect.bare_dates => d.format("%Y-%m-%d").to_string(),
         Operand::Date(d) => format!("{q}{}{q}", d.format("%Y-%m-%d")),
         Operand::Time(t) => format!("{q}{t}{q}"),
+        Operand::Text(t) => format!("{q}{}{q}", escaped(t, q)),
     }
+}
+
+/// A quote inside quoted text is written twice, as SQL does.
+fn escaped(text: &str, quote: char) -> String {
+    text.replace(quote, &format!("{quote}{quote}"))
 }
 
 pub(super) fn number_text(n: f64) -> String {
@@ -258,6 +285,10 @@ pub(super) fn holds(row: &Map<String, Value>, condition: &Condition) -> bool {
             .and_then(|n| n.partial_cmp(wanted)),
         (Operand::Date(wanted), Value::String(s)) => date_prefix(s).map(|d| d.cmp(wanted)),
         (Operand::Time(wanted), Value::String(s)) if is_clock(s) => Some(s.as_str().cmp(wanted)),
+        (Operand::Text(wanted), Value::String(s)) => {
+            let found = s.to_lowercase().contains(&wanted.to_lowercase());
+            return found && condition.op == Op::Eq;
+        }
         _ => None,
     };
     order.is_some_and(|o| condition.op.holds(o))

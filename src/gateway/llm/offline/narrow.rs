@@ -32,14 +32,10 @@ pub(super) fn narrow<'v>(
     let fields = filter::fields_of(rows);
     let mut conditions: Vec<Condition> = Vec::new();
     let mut said = Vec::new();
-    let mut compared_dates = Vec::new();
     for c in &facts.comparisons {
         let Some(field) = filter::field_for(c, &fields) else {
             continue;
         };
-        if let Operand::Date(d) = c.value {
-            compared_dates.push(d);
-        }
         said.push(format!(
             "{} {} {}",
             field_words(field),
@@ -52,7 +48,7 @@ pub(super) fn narrow<'v>(
             value: c.value.clone(),
         });
     }
-    let days = days(facts, rows, &fields, &compared_dates);
+    let days = days(facts, rows, &fields);
     if let Some(days) = &days {
         said.push(days.said.clone());
     }
@@ -77,6 +73,7 @@ fn operand_text(value: &Operand) -> String {
         Operand::Number(n) => number_text(*n),
         Operand::Date(d) => d.format("%Y-%m-%d").to_string(),
         Operand::Time(t) => t.clone(),
+        Operand::Text(t) => format!("\"{t}\""),
     }
 }
 
@@ -93,18 +90,8 @@ struct Days {
     said: String,
 }
 
-fn days(
-    facts: &Facts,
-    rows: &[&Map<String, Value>],
-    fields: &[Field],
-    compared: &[NaiveDate],
-) -> Option<Days> {
-    let dates: Vec<NaiveDate> = facts
-        .dates
-        .iter()
-        .copied()
-        .filter(|d| !compared.contains(d))
-        .collect();
+fn days(facts: &Facts, rows: &[&Map<String, Value>], fields: &[Field]) -> Option<Days> {
+    let dates = &facts.free_dates;
     let plural = facts.weekdays.iter().any(|(_, plural)| *plural);
     let mut weekdays: Vec<usize> = facts.weekdays.iter().map(|(day, _)| *day).collect();
     if weekdays.is_empty() {
@@ -129,12 +116,12 @@ fn days(
     if named_in.is_none() && dated_in.is_none() {
         return None;
     }
-    let names: Vec<&str> = weekdays.iter().map(|d| WEEKDAYS[*d]).collect();
+    let names: Vec<String> = weekdays.iter().map(|d| humanize(WEEKDAYS[*d])).collect();
     let exact = !plural && named_in.is_none() && !dates.is_empty();
     let said = if exact {
         let days: Vec<String> = dates
             .iter()
-            .map(|d| format!("{} {}", weekday_name(*d), d.format("%Y-%m-%d")))
+            .map(|d| format!("{} {}", humanize(weekday_name(*d)), d.format("%Y-%m-%d")))
             .collect();
         format!("on {}", days.join(" or "))
     } else if plural {
@@ -144,7 +131,7 @@ fn days(
     };
     Some(Days {
         weekdays,
-        dates: if exact { dates } else { Vec::new() },
+        dates: if exact { dates.clone() } else { Vec::new() },
         named_in,
         dated_in,
         said,
@@ -222,7 +209,7 @@ mod tests {
             suppliers.iter().filter_map(Value::as_object).collect();
         let narrowed = narrow(&facts("Who delivers on Friday?"), &rows, &Asked::default()).unwrap();
         assert_eq!(names(&narrowed), ["Dairy"]);
-        assert_eq!(narrowed.said, ["on friday"]);
+        assert_eq!(narrowed.said, ["on Friday"]);
 
         let hours = [
             json!({"name": "Lunch", "date": "2026-11-28"}),
@@ -232,7 +219,7 @@ mod tests {
         let rows: Vec<&Map<String, Value>> = hours.iter().filter_map(Value::as_object).collect();
         let narrowed = narrow(&facts("hours on Saturday"), &rows, &Asked::default()).unwrap();
         assert_eq!(names(&narrowed), ["Lunch"]);
-        assert_eq!(narrowed.said, ["on saturday 2026-11-28"]);
+        assert_eq!(narrowed.said, ["on Saturday 2026-11-28"]);
         let narrowed = narrow(&facts("hours on Saturdays"), &rows, &Asked::default()).unwrap();
         assert_eq!(names(&narrowed), ["Lunch", "Brunch"]);
     }

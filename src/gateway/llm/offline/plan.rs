@@ -13,7 +13,7 @@ use super::fields::{self, Dialect, Field, SortStyle};
 use super::filter::{self, Condition};
 use super::schema::{self, Kind, Property};
 use super::words::{
-    action_synonyms, bare_tool_name, content_stems, same_action, split_words, stem,
+    action_synonyms, bare_tool_name, content_stems, listed, same_action, split_words, stem,
 };
 use crate::gateway::llm::ToolDef;
 
@@ -21,6 +21,8 @@ use crate::gateway::llm::ToolDef;
 const MAX_CALLS: usize = 3;
 /// Records asked for when listing: as many as an answer shows.
 pub(super) const PAGE: i64 = 10;
+/// The last word of a parameter that holds a record's key.
+const KEY_WORDS: &str = "sku code ref reference slug uuid key identifier handle";
 /// Verbs that open the name of a tool that only reads.
 const READ_VERBS: &str = "get list find search fetch read query lookup look show count check \
     describe browse view";
@@ -136,6 +138,30 @@ impl<'a> Profile<'a> {
         reads(self.tool)
     }
 
+    /// What the question compares or ranks by is a field this tool lists, or a date
+    /// range it takes: "who spent the most" is about whatever has a `totalSpent`.
+    fn understands(&self, facts: &Facts) -> f64 {
+        let dated = self
+            .params
+            .iter()
+            .any(|(_, role)| matches!(role, Role::Date(_)));
+        let compared = facts
+            .comparisons
+            .iter()
+            .filter(|c| {
+                let by_date = dated && matches!(c.value, Operand::Date(_));
+                by_date || filter::named_field(c, &self.fields).is_some()
+            })
+            .count();
+        let ranked = facts
+            .ordering
+            .as_ref()
+            .filter(|o| !o.recency)
+            .and_then(|o| filter::sort_for(o, &self.fields))
+            .is_some();
+        LEAD_WEIGHT * (compared + usize::from(ranked)) as f64
+    }
+
     fn relevance(&self, words: &BTreeSet<String>) -> f64 {
         words
             .iter()
@@ -169,9 +195,7 @@ impl<'a> Profile<'a> {
 /// with ("list_items", "getStock").
 pub(super) fn reads(tool: &ToolDef) -> bool {
     let words = split_words(bare_tool_name(&tool.name));
-    let verb_reads = words
-        .first()
-        .is_some_and(|w| super::words::listed(READ_VERBS, w));
+    let verb_reads = words.first().is_some_and(|w| listed(READ_VERBS, w));
     let verb_changes = words.iter().any(|w| action_synonyms(w).is_some());
     tool.read_only || (verb_reads && !verb_changes)
 }
@@ -226,6 +250,10 @@ pub(super) struct Asked {
     pub limit: Option<u64>,
     /// A date parameter narrowed the list.
     pub dated: bool,
+    /// The dates asked for: one day, or the first and last of a range.
+    pub on: Option<String>,
+    pub from: Option<String>,
+    pub to: Option<String>,
 }
 
 impl Asked {
@@ -242,7 +270,15 @@ impl Asked {
                 Role::Filter => asked.filter = value.as_str().map(str::to_owned),
                 Role::Sort => asked.sort = value.as_str().map(str::to_owned),
                 Role::Limit => asked.limit = value.as_u64(),
-                Role::Date(_) => asked.dated = true,
+                Role::Date(side) => {
+                    asked.dated = true;
+                    let text = value.as_str().map(str::to_owned);
+                    match side {
+                        Side::Single => asked.on = text,
+                        Side::From => asked.from = text,
+                        Side::To => asked.to = text,
+                    }
+                }
                 _ => {}
             }
         }
@@ -375,7 +411,7 @@ fn best_read<'p, 'a>(
     readable
         .iter()
         .filter_map(|p| {
-            let relevance = p.relevance(words);
+            let relevance = p.relevance(words) + p.understands(facts);
             if relevance < threshold {
                 return None;
             }
@@ -383,8 +419,9 @@ fn best_read<'p, 'a>(
             let id_bonus = if p.by_id() { HEADING_WEIGHT } else { 0.0 };
             // A tool the server marks read-only is surer than one that only sounds so.
             let marked = if p.tool.read_only { 0.25 } else { 0.0 };
-            let score = relevance + id_bonus + marked + 0.5 * filled.filled as f64
-                - 2.0 * filled.missing.len() as f64;
+            let score =
+                relevance + id_bonus + marked + 0.5 * (filled.filled + filled.required) as f64
+                    - 2.0 * filled.missing.len() as f64;
             Some((*p, score))
         })
         .fold(None, best_of)
@@ -460,6 +497,8 @@ fn role(p: &Property) -> Role {
     let string = p.kind == Kind::String;
     match () {
         _ if string && last == "id" => Role::Id,
+        // A required code that names one record: `sku`, `code`, `slug`.
+        _ if string && p.required && listed(KEY_WORDS, last) => Role::Id,
         _ if !p.values.is_empty() => Role::Choice,
         _ if string && fields::is_filter_param(&p.name, &p.description) => Role::Filter,
         _ if string && fields::is_sort_param(&p.name) => Role::Sort,
@@ -539,6 +578,9 @@ struct Filled {
     /// How many arguments came from the question (a page size does not count: every
     /// list tool would get one).
     filled: usize,
+    /// How many of them a tool requires: a tool whose every need the question meets
+    /// fits it better than one it gives optional details to.
+    required: usize,
 }
 
 impl Filled {
@@ -556,6 +598,7 @@ fn fill(profile: &Profile, facts: &Facts) -> Filled {
         args: Map::new(),
         missing: Vec::new(),
         filled: 0,
+        required: 0,
     };
     for (prop, role) in &profile.params {
         let value = match role {
@@ -569,6 +612,9 @@ fn fill(profile: &Profile, facts: &Facts) -> Filled {
             Some(value) => {
                 if *role != Role::Limit {
                     filled.filled += 1;
+                }
+                if prop.required {
+                    filled.required += 1;
                 }
                 filled.args.insert(prop.name.clone(), value);
             }
@@ -599,20 +645,7 @@ impl Shape {
             .params
             .iter()
             .any(|(_, role)| matches!(role, Role::Date(_)));
-        let compared: Vec<NaiveDate> = facts
-            .comparisons
-            .iter()
-            .filter_map(|c| match c.value {
-                Operand::Date(d) => Some(d),
-                _ => None,
-            })
-            .collect();
-        let plain: Vec<NaiveDate> = facts
-            .dates
-            .iter()
-            .copied()
-            .filter(|d| !compared.contains(d))
-            .collect();
+        let plain = &facts.free_dates;
         let mut shape = Shape {
             from: plain.first().copied(),
             to: plain.last().copied(),
@@ -638,7 +671,7 @@ impl Shape {
         }
         if !has_dates && !plain.is_empty() {
             match filter::main_date(&profile.fields, false).filter(|_| filters) {
-                Some(field) => conditions.extend(on_dates(field, &plain)),
+                Some(field) => conditions.extend(on_dates(field, plain)),
                 None => shape.complete = false,
             }
         }
@@ -664,8 +697,9 @@ impl Shape {
 
     fn date(&self, side: Side) -> Option<Value> {
         let date = match side {
-            Side::To => self.to.or(self.from),
-            Side::Single | Side::From => self.from.or(self.to),
+            Side::To => self.to,
+            Side::From => self.from,
+            Side::Single => self.from.or(self.to),
         }?;
         Some(Value::String(date.format("%Y-%m-%d").to_string()))
     }

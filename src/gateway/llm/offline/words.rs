@@ -69,6 +69,7 @@ const RELATED_GROUPS: &[&str] = &[
     "created made added placed submitted new newest",
     "expire expiry expiring",
     "visit visited",
+    "name named called titled",
 ];
 
 /// Words that only measure a number ("10 units", "500 euros"): they say nothing about

@@ -1,11 +1,13 @@
 //! A page of records as an answer: how many there are, what the list was narrowed to
 //! and ordered by, and a table of the first few; or the count alone.
 
+use chrono::NaiveDate;
 use serde_json::{Map, Value};
 
+use super::super::comparisons::weekday_name;
 use super::super::narrow::{self, Narrowed};
 use super::super::plan::Asked;
-use super::super::words::{content_stems, humanize, listed, split_words};
+use super::super::words::{humanize, listed, split_words};
 use super::{
     COLLECTION_KEYS, Context, MAX_ROWS, Outcome, bullets, count, describe, looks_temporal, noun,
     singular, table,
@@ -91,15 +93,14 @@ pub(super) fn answer(ctx: &Context, o: &Outcome, records: &Records, cut: bool) -
             rows.len() as u64,
             format!(" {}", said_as_where(said)),
         ),
-        None => (
-            records.rows.clone(),
-            records.total(),
-            asked
+        None => {
+            let filtered = asked
                 .filter
                 .as_deref()
-                .map(|f| format!(" where {}", readable_filter(f)))
-                .unwrap_or_default(),
-        ),
+                .map(|f| format!(" where {}", readable_filter(f)));
+            let which: String = [filtered, days(&asked)].into_iter().flatten().collect();
+            (records.rows.clone(), records.total(), which)
+        }
     };
     let mut notes = Vec::new();
     if cut {
@@ -149,9 +150,7 @@ fn listing(
     }
     // The columns the list was filtered and sorted on are the ones to see.
     let mut shaped = ctx.clone();
-    for text in [&asked.filter, &asked.sort].into_iter().flatten() {
-        shaped.asked.extend(content_stems(text));
-    }
+    shaped.wanted = field_names(asked);
     let sorted = asked.sort.as_deref().map(|s| sort_words(s, rows));
     if let (Some((field, extreme)), true) = (&sorted, shown == 1 && asked.limit == Some(1)) {
         return format!(
@@ -204,34 +203,108 @@ fn said_as_where(said: &[String]) -> String {
     parts.join(" ")
 }
 
-/// A filter as a person reads it: `bookingCount > 3 AND isOpen = true` → "booking
-/// count > 3 and is open = true". Quoted text stays as written.
-fn readable_filter(filter: &str) -> String {
-    let mut out = Vec::new();
+/// A word of a filter text, as a reader takes it.
+#[derive(PartialEq)]
+enum FilterWord {
+    Field,
+    Keyword,
+    Value,
+}
+
+/// The words of a filter, each with what it is; quoted text is a value throughout.
+fn filter_words(filter: &str) -> Vec<(&str, FilterWord)> {
+    let mut words = Vec::new();
     let mut quoted = false;
     for word in filter.split_whitespace() {
         let quotes = word.matches(['\'', '"']).count();
-        let is_name = !quoted
+        let keyword = ["AND", "OR", "NOT", "LIKE", "IS", "NULL", "true", "false"]
+            .iter()
+            .any(|k| k.eq_ignore_ascii_case(word));
+        let name = !quoted
             && quotes == 0
             && word.starts_with(|c: char| c.is_ascii_alphabetic() || c == '_')
             && word
                 .chars()
                 .all(|c| c.is_ascii_alphanumeric() || c == '_' || c == '.');
-        let keyword = ["AND", "OR", "NOT", "LIKE", "IS", "NULL", "true", "false"]
-            .iter()
-            .any(|k| k.eq_ignore_ascii_case(word));
-        out.push(if keyword {
-            word.to_lowercase()
-        } else if is_name {
-            humanize(&word.replace('.', " ")).to_lowercase()
-        } else {
-            word.to_owned()
-        });
+        let kind = match (keyword && !quoted, name) {
+            (true, _) => FilterWord::Keyword,
+            (false, true) => FilterWord::Field,
+            (false, false) => FilterWord::Value,
+        };
+        words.push((word, kind));
         if quotes % 2 == 1 {
             quoted = !quoted;
         }
     }
-    out.join(" ")
+    words
+}
+
+/// A filter as a person reads it: `bookingCount > 3 AND date = 2026-11-28` → "booking
+/// count > 3 and date = Saturday 2026-11-28". Quoted text stays as written.
+fn readable_filter(filter: &str) -> String {
+    filter_words(filter)
+        .into_iter()
+        .map(|(word, kind)| {
+            let unquoted = word.trim_matches(|c| c == '\'' || c == '"');
+            match (kind, day_name(unquoted)) {
+                (FilterWord::Keyword, _) => word.to_lowercase(),
+                (_, Some(day)) => format!("{day} {unquoted}"),
+                (FilterWord::Field, None) => humanize(&word.replace('.', " ")).to_lowercase(),
+                (FilterWord::Value, None) => word.to_owned(),
+            }
+        })
+        .collect::<Vec<_>>()
+        .join(" ")
+}
+
+/// "Saturday" for `2026-11-28`.
+fn day_name(text: &str) -> Option<String> {
+    let date = NaiveDate::parse_from_str(text, "%Y-%m-%d").ok()?;
+    Some(humanize(weekday_name(date)))
+}
+
+fn day_text(text: &str) -> String {
+    match day_name(text) {
+        Some(day) => format!("{day} {text}"),
+        None => text.to_owned(),
+    }
+}
+
+/// " on Saturday 2026-11-28", " from … to …": the dates the call asked for.
+fn days(asked: &Asked) -> Option<String> {
+    let on = asked.on.as_deref();
+    Some(match (asked.from.as_deref().or(on), asked.to.as_deref()) {
+        (Some(a), Some(b)) if a == b => format!(" on {}", day_text(a)),
+        (Some(a), Some(b)) => format!(" from {} to {}", day_text(a), day_text(b)),
+        (Some(a), None) if on.is_some() => format!(" on {}", day_text(a)),
+        (Some(a), None) => format!(" from {}", day_text(a)),
+        (None, Some(b)) => format!(" until {}", day_text(b)),
+        (None, None) => return None,
+    })
+}
+
+/// The fields a filter and a sort name: `rating < 3` and `createdAt:desc` give
+/// rating and createdAt.
+fn field_names(asked: &Asked) -> Vec<String> {
+    let mut names: Vec<String> = asked
+        .filter
+        .as_deref()
+        .map(filter_words)
+        .unwrap_or_default()
+        .into_iter()
+        .filter(|(_, kind)| *kind == FilterWord::Field)
+        .map(|(word, _)| word.to_owned())
+        .collect();
+    if let Some(sort) = &asked.sort {
+        for key in sort.split(',') {
+            let key = key.trim().trim_start_matches('-');
+            let field = key.split([':', ' ']).next().unwrap_or_default();
+            if !field.is_empty() {
+                names.push(field.to_owned());
+            }
+        }
+    }
+    names
 }
 
 /// The first sort key in words: the field, and "highest"/"lowest" or, for dates,
