@@ -209,15 +209,27 @@ pub(super) fn word_at(toks: &[Token], i: Option<usize>) -> &str {
 // Dates
 
 fn dates(toks: &[Token], today: NaiveDate) -> Vec<NaiveDate> {
-    let mut found = Vec::new();
-    for i in 0..toks.len() {
-        if let Some(date) = date_at(toks, i, today)
-            && !found.contains(&date)
-        {
-            found.push(date);
-        }
+    free_dates(toks, today, &[])
+}
+
+/// The days a token names: one, or the first and last of "this week", "next week",
+/// "this weekend".
+fn days_at(toks: &[Token], i: usize, today: NaiveDate) -> Vec<NaiveDate> {
+    if let Some(date) = date_at(toks, i, today) {
+        return vec![date];
     }
-    found
+    let weekday = u64::from(today.weekday().num_days_from_monday());
+    let (first, last) = match (word_at(toks, i.checked_sub(1)), toks[i].lower.as_str()) {
+        ("this", "week") => (0, 6 - weekday),
+        ("next", "week") => (7 - weekday, 13 - weekday),
+        ("this" | "the", "weekend") => (5_u64.saturating_sub(weekday), 6 - weekday),
+        ("next", "weekend") => (12 - weekday, 13 - weekday),
+        _ => return Vec::new(),
+    };
+    [first, last]
+        .iter()
+        .filter_map(|ahead| today.checked_add_days(Days::new(*ahead)))
+        .collect()
 }
 
 /// The question without its quoted text and the text after a labelling colon.
@@ -238,11 +250,13 @@ fn free_dates(toks: &[Token], today: NaiveDate, comparisons: &[Comparison]) -> V
         let compared = comparisons
             .iter()
             .any(|c| (c.span.0..c.span.1).contains(&i));
-        if !compared
-            && let Some(date) = date_at(toks, i, today)
-            && !found.contains(&date)
-        {
-            found.push(date);
+        if compared {
+            continue;
+        }
+        for date in days_at(toks, i, today) {
+            if !found.contains(&date) {
+                found.push(date);
+            }
         }
     }
     found

@@ -658,6 +658,13 @@ fn reads_dates_in_many_forms() {
     ] {
         assert_eq!(facts(text).dates, [expected], "{text}");
     }
+    for (text, first, last) in [
+        ("this week", date(2026, 11, 21), date(2026, 11, 22)),
+        ("next week", date(2026, 11, 23), date(2026, 11, 29)),
+        ("this weekend", date(2026, 11, 21), date(2026, 11, 22)),
+    ] {
+        assert_eq!(facts(text).dates, [first, last], "{text}");
+    }
     assert!(facts("may I book").dates.is_empty());
 }
 
