@@ -7,6 +7,8 @@ use serde_json::{Value, json};
 use super::facts::Facts;
 use super::*;
 
+mod questions;
+
 const TOOLS: &str = include_str!("../testdata/tools.json");
 const CUSTOMERS: &str = include_str!("../testdata/getCustomers.json");
 const TABLES: &str = include_str!("../testdata/getTables.json");
