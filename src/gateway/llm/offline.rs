@@ -15,6 +15,7 @@ mod fields;
 mod filter;
 mod narrow;
 mod plan;
+mod roles;
 mod salvage;
 mod schema;
 mod words;

@@ -9,7 +9,7 @@ use super::comparisons::{Operand, weekday_name};
 use super::facts::Facts;
 use super::fields::{Field, FieldKind};
 use super::filter::{self, Condition, date_prefix, lookup, number_text};
-use super::plan::Asked;
+use super::roles::Asked;
 use super::words::{WEEKDAYS, humanize};
 
 pub(super) struct Narrowed<'v> {

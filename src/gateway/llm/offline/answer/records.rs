@@ -6,7 +6,7 @@ use serde_json::{Map, Value};
 
 use super::super::comparisons::weekday_name;
 use super::super::narrow::{self, Narrowed};
-use super::super::plan::Asked;
+use super::super::roles::Asked;
 use super::super::words::{humanize, listed, split_words};
 use super::{
     COLLECTION_KEYS, Context, MAX_ROWS, Outcome, bullets, count, describe, looks_temporal, noun,
