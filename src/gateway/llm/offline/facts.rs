@@ -232,10 +232,11 @@ fn days_at(toks: &[Token], i: usize, today: NaiveDate) -> Vec<NaiveDate> {
         .collect()
 }
 
-/// The question without its quoted text and the text after a labelling colon.
+/// The question without the text after a labelling colon, and without quoted text
+/// longer than a value (`'seated'` may name a status; `"guest is vegan"` is a note).
 fn without_free_text(question: &str) -> String {
     let mut text = question.to_owned();
-    if let Some(quoted) = quoted(question) {
+    if let Some(quoted) = quoted(question).filter(|q| q.split_whitespace().count() > 2) {
         text = text.replace(&quoted, " ");
     }
     if let Some(labelled) = labelled(&text) {

@@ -346,6 +346,29 @@ async fn an_id_picks_the_lookup_tool_and_a_cancel_the_change_tool() {
         arguments(&planned[0]),
         json!({"id": "aee7d9693f01bf7ef831438e", "status": "canceled"})
     );
+
+    let planned = calls(
+        &run(question(
+            "Set booking #aee7d9693f01bf7ef831438e to 'seated'",
+        ))
+        .await,
+    );
+    assert_eq!(
+        arguments(&planned[0]),
+        json!({"id": "aee7d9693f01bf7ef831438e", "status": "seated"}),
+        "a quoted word may be the value"
+    );
+    let planned = calls(
+        &run(question(
+            "Add a note to booking #aee7d9693f01bf7ef831438e: the guest is vegan",
+        ))
+        .await,
+    );
+    assert_eq!(
+        arguments(&planned[0]),
+        json!({"id": "aee7d9693f01bf7ef831438e", "text": "the guest is vegan"}),
+        "the note's own words choose no visibility"
+    );
 }
 
 #[tokio::test]
