@@ -9,8 +9,14 @@
 //! calls more tools, so the gateway's loop always ends.
 
 mod answer;
+mod comparisons;
 mod facts;
+mod fields;
+mod filter;
+mod narrow;
 mod plan;
+mod roles;
+mod salvage;
 mod schema;
 mod words;
 

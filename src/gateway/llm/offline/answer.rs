@@ -1,13 +1,16 @@
 //! Answers written from tool results, in markdown: a count, a table of records, the
 //! fields of one record, a confirmation of a change, or what a failing tool said.
 
+mod records;
+
 use std::collections::BTreeSet;
 
 use serde_json::{Map, Value};
 
 use super::MODEL_NAME;
 use super::facts::Facts;
-use super::plan::heading_stems;
+use super::plan::{heading_stems, reads};
+use super::salvage::salvage;
 use super::schema::Property;
 use super::words::{
     bare_tool_name, content_stems, humanize, is_name_like, listed, split_words, stem,
@@ -58,11 +61,14 @@ pub(super) struct Outcome<'a> {
     pub content: &'a str,
 }
 
+#[derive(Clone)]
 struct Context<'a> {
     question: &'a str,
     facts: &'a Facts,
     /// The question's topic stems: columns named by them come first.
     asked: BTreeSet<String>,
+    /// Fields the call filtered or sorted on (`rating`, `customer.name`): shown first.
+    wanted: Vec<String>,
 }
 
 pub(super) fn answer(question: &str, facts: &Facts, outcomes: &[Outcome]) -> String {
@@ -70,6 +76,7 @@ pub(super) fn answer(question: &str, facts: &Facts, outcomes: &[Outcome]) -> Str
         question,
         facts,
         asked: content_stems(question),
+        wanted: Vec::new(),
     };
     match outcomes {
         [] => "There are no tool results to report.".to_owned(),
@@ -92,24 +99,32 @@ fn title(o: &Outcome) -> String {
 
 fn section(ctx: &Context, o: &Outcome) -> String {
     let content = o.content.trim();
-    let Ok(value) = serde_json::from_str::<Value>(content) else {
-        return reported(o, content, looks_like_error(content));
+    let (value, cut) = match serde_json::from_str::<Value>(content) {
+        Ok(value) => (value, false),
+        Err(_) => match salvage(content) {
+            Some(value) => (value, true),
+            // Data that cannot be read is described, never pasted into the chat.
+            None if content.starts_with(['{', '[']) => {
+                return format!(
+                    "**{}** returned {} bytes of data that I could not read.",
+                    title(o),
+                    content.len()
+                );
+            }
+            None => return reported(o, content, looks_like_error(content)),
+        },
     };
     if let Some(message) = error_message(&value) {
         return reported(o, &message, true);
     }
-    if let Some(records) = records(&value) {
-        return if ctx.facts.counting {
-            count(&noun(ctx, o), records.total())
-        } else {
-            list(ctx, o, &records)
-        };
+    if let Some(found) = records::records(&value) {
+        return records::answer(ctx, o, &found, cut);
     }
     if let Some(scalars) = scalar_list(&value) {
         return listed_values(ctx, o, &scalars);
     }
     match &value {
-        Value::Object(fields) if o.tool.is_some_and(|t| !t.read_only) => {
+        Value::Object(fields) if o.tool.is_some_and(|t| !reads(t)) => {
             format!(
                 "Done: **{}** went through.\n\n{}",
                 title(o),
@@ -215,10 +230,11 @@ fn noun(ctx: &Context, o: &Outcome) -> String {
     let plural = split_words(ctx.question)
         .into_iter()
         .find(|w| w.len() > 3 && w.ends_with('s') && heading.contains(&stem(w)));
-    if let Some(word) = plural {
-        return word;
-    }
     let own = tool_noun(o.name);
+    if let Some(word) = plural {
+        // "hours" is better said as the tool says it: "opening hours".
+        return if own.ends_with(&word) { own } else { word };
+    }
     if own.ends_with('s') {
         own
     } else if own.is_empty() {
@@ -262,129 +278,6 @@ fn singular(noun: &str) -> String {
     } else {
         format!("{head} {one}")
     }
-}
-
-// ---------------------------------------------------------------------------------
-// Records
-
-struct Records<'v> {
-    rows: Vec<&'v Map<String, Value>>,
-    total: Option<u64>,
-}
-
-impl Records<'_> {
-    fn total(&self) -> u64 {
-        self.total.unwrap_or(0).max(self.rows.len() as u64)
-    }
-}
-
-/// An array of objects, on its own or in a field, with a total when the result has one.
-fn records(value: &Value) -> Option<Records<'_>> {
-    match value {
-        Value::Array(items) if items.iter().all(Value::is_object) => Some(Records {
-            rows: items.iter().filter_map(Value::as_object).collect(),
-            total: None,
-        }),
-        Value::Object(fields) => {
-            let total = fields
-                .iter()
-                .find(|(k, v)| is_total_key(k) && v.is_u64())
-                .and_then(|(_, v)| v.as_u64());
-            let arrays: Vec<(&String, &Vec<Value>)> = fields
-                .iter()
-                .filter_map(|(k, v)| Some((k, v.as_array()?)))
-                .collect();
-            let of_objects =
-                |(_, a): &&(&String, &Vec<Value>)| !a.is_empty() && a.iter().all(Value::is_object);
-            let preferred = |(k, _): &&(&String, &Vec<Value>)| {
-                listed(COLLECTION_KEYS, k.to_lowercase().as_str())
-            };
-            let chosen = arrays
-                .iter()
-                .filter(of_objects)
-                .find(preferred)
-                .or_else(|| arrays.iter().find(of_objects))
-                .or_else(|| {
-                    let empty = arrays.iter().filter(|(_, a)| a.is_empty());
-                    total.and_then(|_| empty.clone().find(preferred).or(empty.clone().next()))
-                })?;
-            // A record that holds a list (a booking and its tables) is not a page of records.
-            let page = preferred(&chosen) || total.is_some() || only_paging(fields, chosen.0);
-            if !page {
-                return None;
-            }
-            Some(Records {
-                rows: chosen.1.iter().filter_map(Value::as_object).collect(),
-                total,
-            })
-        }
-        _ => None,
-    }
-}
-
-/// Besides the list, nothing but numbers and flags: the metadata of a page.
-fn only_paging(fields: &Map<String, Value>, list_key: &str) -> bool {
-    fields
-        .iter()
-        .filter(|(k, _)| *k != list_key)
-        .all(|(_, v)| v.is_number() || v.is_boolean() || v.is_null())
-}
-
-fn is_total_key(key: &str) -> bool {
-    let words = split_words(key);
-    words.iter().any(|w| w == "total") || key.eq_ignore_ascii_case("count")
-}
-
-fn list(ctx: &Context, o: &Outcome, records: &Records) -> String {
-    let noun = noun(ctx, o);
-    let total = records.total();
-    let shown = records.rows.len().min(MAX_ROWS);
-    if shown == 0 {
-        return format!("No {noun} found{}.", conditions(o));
-    }
-    let called = |n: u64| {
-        if n == 1 {
-            singular(&noun)
-        } else {
-            noun.clone()
-        }
-    };
-    let intro = if total > shown as u64 {
-        format!(
-            "There are **{total}** {} in all; here are the first {shown}:",
-            called(total)
-        )
-    } else {
-        format!("Found **{total}** {}:", called(total))
-    };
-    let mut out = format!("{intro}\n\n{}", table(ctx, &records.rows[..shown]));
-    if total > shown as u64 {
-        out.push_str(&format!("\n\n…and {} more.", total - shown as u64));
-    }
-    out
-}
-
-/// " for date 2026-11-25 and people 4": the call's scalar arguments, paging left out.
-fn conditions(o: &Outcome) -> String {
-    let Some(Value::Object(args)) = &o.arguments else {
-        return String::new();
-    };
-    let pairs: Vec<(&str, &Value)> = args
-        .iter()
-        .filter(|(k, v)| !v.is_object() && !v.is_array() && !is_paging(k))
-        .map(|(k, v)| (k.as_str(), v))
-        .collect();
-    if pairs.is_empty() {
-        String::new()
-    } else {
-        format!(" for {}", describe(&pairs))
-    }
-}
-
-fn is_paging(key: &str) -> bool {
-    ["limit", "skip", "offset", "sort", "page"]
-        .iter()
-        .any(|w| split_words(key).iter().any(|k| k == w))
 }
 
 fn describe(pairs: &[(&str, &Value)]) -> String {
@@ -479,6 +372,14 @@ impl Column {
         }
     }
 
+    /// `key`, or `key.child` for a field of a nested object.
+    fn path(&self) -> String {
+        match &self.child {
+            Some(child) => format!("{}.{child}", self.key),
+            None => self.key.clone(),
+        }
+    }
+
     fn leaf(&self) -> &str {
         self.child.as_deref().unwrap_or(&self.key)
     }
@@ -509,7 +410,7 @@ fn columns(
     let mut found: Vec<Column> = Vec::new();
     for row in rows {
         for (key, value) in row.iter() {
-            for child in children(ctx, value) {
+            for child in children(ctx, key, value) {
                 let known = found
                     .iter()
                     .any(|c| c.key == *key && c.child.as_deref() == child);
@@ -528,7 +429,17 @@ fn columns(
         .filter_map(|c| {
             let sample = rows.iter().filter_map(|r| c.get(r)).find(|v| !blank(v))?;
             let reference = top_level_ids && c.child.is_none() && c.is_id();
-            let rank = if reference { 1 } else { rank(ctx, &c, sample) };
+            // A value every row shares says nothing about any one of them.
+            let constant = rows.len() >= 3 && rows.iter().all(|r| c.get(r) == Some(sample));
+            let rank = if ctx.wanted.contains(&c.path()) {
+                0
+            } else if reference {
+                1
+            } else if constant {
+                7
+            } else {
+                rank(ctx, &c, sample)
+            };
             Some((rank, usize::from(c.child.is_some()), c))
         })
         .collect();
@@ -537,12 +448,15 @@ fn columns(
 }
 
 /// `None` for the value itself, or the fields of a nested object worth a column.
-fn children<'v>(ctx: &Context, value: &'v Value) -> Vec<Option<&'v str>> {
+fn children<'v>(ctx: &Context, key: &str, value: &'v Value) -> Vec<Option<&'v str>> {
     match value {
         Value::Object(fields) => fields
             .iter()
             .filter(|(k, v)| {
-                !v.is_object() && !v.is_array() && (is_name_like(k) || asked_about(ctx, k))
+                let wanted = ctx.wanted.contains(&format!("{key}.{k}"));
+                !v.is_object()
+                    && !v.is_array()
+                    && (is_name_like(k) || asked_about(ctx, k) || wanted)
             })
             .map(|(k, _)| Some(k.as_str()))
             .collect(),

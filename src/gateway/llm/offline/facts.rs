@@ -5,6 +5,7 @@
 
 use chrono::{Datelike, Days, NaiveDate};
 
+use super::comparisons::{self, Comparison, Ordering};
 use super::words::{self, WEEKDAYS, listed, month_number, split_words, stem};
 
 const NUMBER_WORDS: &str = "zero one two three four five six seven eight nine ten eleven \
@@ -33,14 +34,14 @@ const DETERMINERS: &str = "of the our my your all these those any";
 
 /// One whitespace-separated piece of the question, without surrounding punctuation.
 #[derive(Debug, Clone)]
-struct Token {
-    raw: String,
-    lower: String,
+pub(super) struct Token {
+    pub raw: String,
+    pub lower: String,
     /// A comma, full stop, colon or the like followed it: a clause ends here.
-    ends_clause: bool,
+    pub ends_clause: bool,
 }
 
-fn tokens(text: &str) -> Vec<Token> {
+pub(super) fn tokens(text: &str) -> Vec<Token> {
     text.split_whitespace()
         .filter_map(|piece| {
             let trimmed_end = piece.trim_end_matches(|c: char| ",.!?;:)]}\"'”’…".contains(c));
@@ -65,6 +66,8 @@ pub(super) struct Labelled {
 #[derive(Debug, Clone)]
 pub(super) struct Facts {
     pub dates: Vec<NaiveDate>,
+    /// The dates that are not the bound of a comparison: "on friday", not "after friday".
+    pub free_dates: Vec<NaiveDate>,
     /// `HH:MM`, 24-hour.
     pub times: Vec<String>,
     pub party: Option<u32>,
@@ -89,14 +92,29 @@ pub(super) struct Facts {
     pub keywords: Vec<String>,
     /// The words joined by single spaces and padded, for matching phrases.
     pub phrase: String,
+    /// "more than 3 bookings", "after friday".
+    pub comparisons: Vec<Comparison>,
+    /// "the most bookings", "the latest".
+    pub ordering: Option<Ordering>,
+    /// The question asks about one record: "which customer has…", "who spent…".
+    pub singular: bool,
+    /// The weekdays named (0 is Monday), and whether in the plural ("on saturdays").
+    pub weekdays: Vec<(usize, bool)>,
 }
 
 impl Facts {
     pub(super) fn read(question: &str, today: NaiveDate) -> Facts {
         let toks = tokens(question);
-        let words = split_words(question);
+        // A note's own words ("guest is allergic…") choose no option and set no flag.
+        let words = split_words(&without_free_text(question));
+        let comparisons: Vec<Comparison> = quoted(question)
+            .and_then(|text| comparisons::quoted(question, &text))
+            .into_iter()
+            .chain(comparisons::read(&toks, today))
+            .collect();
         Facts {
             dates: dates(&toks, today),
+            free_dates: free_dates(&toks, today, &comparisons),
             times: times(&toks),
             party: party(&toks),
             minutes: minutes(&toks),
@@ -117,6 +135,10 @@ impl Facts {
                 .cloned()
                 .collect(),
             phrase: format!(" {} ", words.join(" ")),
+            comparisons,
+            ordering: comparisons::ordering(&toks),
+            singular: singular(&toks),
+            weekdays: weekdays(&toks),
         }
     }
 
@@ -146,6 +168,7 @@ impl Facts {
         }
         Facts {
             dates: pick(&later.dates, self.dates),
+            free_dates: pick(&later.free_dates, self.free_dates),
             times: pick(&later.times, self.times),
             party: later.party.or(self.party),
             minutes: later.minutes.or(self.minutes),
@@ -156,6 +179,8 @@ impl Facts {
             person: later.person.clone().or(self.person),
             quoted: later.quoted.clone().or(self.quoted),
             labelled: later.labelled.clone().or(self.labelled),
+            comparisons: pick(&later.comparisons, self.comparisons),
+            ordering: later.ordering.clone().or(self.ordering),
             stems: [self.stems, later.stems.clone()].concat(),
             phrase: format!("{}{}", self.phrase, later.phrase),
             ..self
@@ -166,7 +191,7 @@ impl Facts {
 // ---------------------------------------------------------------------------------
 // Numbers
 
-fn number(word: &str) -> Option<u32> {
+pub(super) fn number(word: &str) -> Option<u32> {
     if !word.is_empty() && word.len() <= 4 && word.bytes().all(|b| b.is_ascii_digit()) {
         return word.parse().ok();
     }
@@ -176,7 +201,7 @@ fn number(word: &str) -> Option<u32> {
         .and_then(|n| u32::try_from(n).ok())
 }
 
-fn word_at(toks: &[Token], i: Option<usize>) -> &str {
+pub(super) fn word_at(toks: &[Token], i: Option<usize>) -> &str {
     i.and_then(|i| toks.get(i)).map_or("", |t| t.lower.as_str())
 }
 
@@ -184,18 +209,61 @@ fn word_at(toks: &[Token], i: Option<usize>) -> &str {
 // Dates
 
 fn dates(toks: &[Token], today: NaiveDate) -> Vec<NaiveDate> {
+    free_dates(toks, today, &[])
+}
+
+/// The days a token names: one, or the first and last of "this week", "next week",
+/// "this weekend".
+fn days_at(toks: &[Token], i: usize, today: NaiveDate) -> Vec<NaiveDate> {
+    if let Some(date) = date_at(toks, i, today) {
+        return vec![date];
+    }
+    let weekday = u64::from(today.weekday().num_days_from_monday());
+    let (first, last) = match (word_at(toks, i.checked_sub(1)), toks[i].lower.as_str()) {
+        ("this", "week") => (0, 6 - weekday),
+        ("next", "week") => (7 - weekday, 13 - weekday),
+        ("this" | "the", "weekend") => (5_u64.saturating_sub(weekday), 6 - weekday),
+        ("next", "weekend") => (12 - weekday, 13 - weekday),
+        _ => return Vec::new(),
+    };
+    [first, last]
+        .iter()
+        .filter_map(|ahead| today.checked_add_days(Days::new(*ahead)))
+        .collect()
+}
+
+/// The question without the text after a labelling colon, and without quoted text
+/// longer than a value (`'seated'` may name a status; `"guest is vegan"` is a note).
+fn without_free_text(question: &str) -> String {
+    let mut text = question.to_owned();
+    if let Some(quoted) = quoted(question).filter(|q| q.split_whitespace().count() > 2) {
+        text = text.replace(&quoted, " ");
+    }
+    if let Some(labelled) = labelled(&text) {
+        text = text.replace(&labelled.text, " ");
+    }
+    text
+}
+
+fn free_dates(toks: &[Token], today: NaiveDate, comparisons: &[Comparison]) -> Vec<NaiveDate> {
     let mut found = Vec::new();
     for i in 0..toks.len() {
-        if let Some(date) = date_at(toks, i, today)
-            && !found.contains(&date)
-        {
-            found.push(date);
+        let compared = comparisons
+            .iter()
+            .any(|c| (c.span.0..c.span.1).contains(&i));
+        if compared {
+            continue;
+        }
+        for date in days_at(toks, i, today) {
+            if !found.contains(&date) {
+                found.push(date);
+            }
         }
     }
     found
 }
 
-fn date_at(toks: &[Token], i: usize, today: NaiveDate) -> Option<NaiveDate> {
+pub(super) fn date_at(toks: &[Token], i: usize, today: NaiveDate) -> Option<NaiveDate> {
     let word = toks[i].lower.as_str();
     let prev = |k: usize| word_at(toks, i.checked_sub(k));
     let next = |k: usize| word_at(toks, Some(i + k));
@@ -325,7 +393,7 @@ fn times(toks: &[Token]) -> Vec<String> {
     found
 }
 
-fn time_at(toks: &[Token], i: usize, morning: bool) -> Option<String> {
+pub(super) fn time_at(toks: &[Token], i: usize, morning: bool) -> Option<String> {
     let word = toks[i].lower.as_str();
     match word {
         "noon" | "midday" => return Some("12:00".to_owned()),
@@ -489,7 +557,18 @@ fn id_token(raw: &str, after_id_word: bool) -> Option<String> {
         && hex.chars().any(|c| c.is_ascii_digit())
         && hex.chars().any(|c| c.is_ascii_alphabetic());
     let after_word = after_id_word && idish(raw) && raw.chars().any(|c| c.is_ascii_digit());
-    (hex_like || after_word).then(|| raw.to_owned())
+    (hex_like || after_word || is_code(raw)).then(|| raw.to_owned())
+}
+
+/// A product or reference code: capitals, a dash or underscore, digits (`DRY-0042`).
+fn is_code(raw: &str) -> bool {
+    let Some((head, tail)) = raw.split_once(['-', '_']) else {
+        return false;
+    };
+    (1..=6).contains(&head.len())
+        && head.chars().all(|c| c.is_ascii_uppercase())
+        && (1..=10).contains(&tail.len())
+        && tail.chars().all(|c| c.is_ascii_digit())
 }
 
 fn email(word: &str) -> Option<String> {
@@ -617,6 +696,35 @@ fn labelled(text: &str) -> Option<Labelled> {
 
 // ---------------------------------------------------------------------------------
 // Intent
+
+/// "Which customer has…", "who spent…", "what is the highest…": one record wanted.
+fn singular(toks: &[Token]) -> bool {
+    let second = word_at(toks, Some(1));
+    match word_at(toks, Some(0)) {
+        "who" | "whose" => !matches!(second, "are" | "were" | "have"),
+        "which" | "what" => {
+            matches!(second, "is" | "was" | "has")
+                || (second.len() > 2
+                    && !second.ends_with('s')
+                    && !words::is_stop_word(second)
+                    && !matches!(word_at(toks, Some(2)), "are" | "were" | "have"))
+        }
+        _ => false,
+    }
+}
+
+fn weekdays(toks: &[Token]) -> Vec<(usize, bool)> {
+    let mut found: Vec<(usize, bool)> = Vec::new();
+    for tok in toks {
+        let single = tok.lower.strip_suffix('s').unwrap_or(&tok.lower);
+        if let Some(day) = WEEKDAYS.iter().position(|w| *w == single)
+            && !found.iter().any(|(d, _)| *d == day)
+        {
+            found.push((day, single.len() < tok.lower.len()));
+        }
+    }
+    found
+}
 
 fn counting(toks: &[Token]) -> bool {
     toks.iter().enumerate().any(|(i, t)| {

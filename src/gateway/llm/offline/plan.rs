@@ -1,19 +1,27 @@
 //! Choosing tools for a question and filling their arguments, from nothing but the
 //! tools' names, titles, descriptions and input schemas.
 
+mod fill;
+
 use std::collections::BTreeSet;
 
 use serde_json::{Map, Value};
 
+use super::comparisons::Operand;
 use super::facts::Facts;
-use super::schema::{self, Kind, Property};
-use super::words::{
-    action_synonyms, bare_tool_name, content_stems, same_action, split_words, stem,
-};
+use super::fields::{self, Dialect, Field, SortStyle};
+use super::filter;
+use super::roles::{Role, role};
+use super::schema::{self, Property};
+use super::words::{action_synonyms, bare_tool_name, content_stems, listed, split_words, stem};
 use crate::gateway::llm::ToolDef;
+use fill::fill;
 
 /// At most this many tool calls in one turn.
 const MAX_CALLS: usize = 3;
+/// Verbs that open the name of a tool that only reads.
+const READ_VERBS: &str = "get list find search fetch read query lookup look show count check \
+    describe browse view";
 /// A name or title word says far more about a tool than a word deep in its description.
 const HEADING_WEIGHT: f64 = 3.0;
 const LEAD_WEIGHT: f64 = 1.5;
@@ -53,6 +61,10 @@ struct Profile<'a> {
     params: Vec<(Property, Role)>,
     /// The description says the result carries a total or count.
     reports_total: bool,
+    /// What a filter parameter can say: the fields, and how conditions are written.
+    fields: Vec<Field>,
+    dialect: Option<Dialect>,
+    sort_style: Option<SortStyle>,
 }
 
 impl<'a> Profile<'a> {
@@ -72,22 +84,78 @@ impl<'a> Profile<'a> {
             .iter()
             .map(|w| stem(w))
             .collect();
+        let params: Vec<(Property, Role)> = props
+            .into_iter()
+            .map(|p| {
+                let role = role(&p);
+                (p, role)
+            })
+            .collect();
+        let about = |wanted: &Role| {
+            let own: Vec<&str> = params
+                .iter()
+                .filter(|(_, r)| r == wanted)
+                .map(|(p, _)| p.description.as_str())
+                .collect();
+            format!("{}\n{}", tool.description, own.join("\n"))
+        };
+        let filter_text = about(&Role::Filter);
+        let names: Vec<String> = params.iter().map(|(p, _)| p.name.clone()).collect();
+        let has = |wanted: &Role| params.iter().any(|(_, r)| r == wanted);
+        let listed_fields = if has(&Role::Filter) || has(&Role::Sort) {
+            fields::read(&filter_text, &names)
+        } else {
+            Vec::new()
+        };
+        // What a list can be filtered on says what it lists.
+        for field in &listed_fields {
+            lead.extend(content_stems(&field.path));
+        }
         Profile {
             tool,
             heading: heading_stems(tool),
             lead,
             body,
-            params: props
-                .into_iter()
-                .map(|p| {
-                    let role = role(&p);
-                    (p, role)
-                })
-                .collect(),
             reports_total: ["total", "count"]
                 .iter()
                 .any(|w| description_words.contains(*w)),
+            fields: listed_fields,
+            dialect: has(&Role::Filter)
+                .then(|| Dialect::read(&filter_text))
+                .flatten(),
+            sort_style: has(&Role::Sort)
+                .then(|| SortStyle::read(&about(&Role::Sort)))
+                .flatten(),
+            params,
         }
+    }
+
+    fn reads(&self) -> bool {
+        reads(self.tool)
+    }
+
+    /// What the question compares or ranks by is a field this tool lists, or a date
+    /// range it takes: "who spent the most" is about whatever has a `totalSpent`.
+    fn understands(&self, facts: &Facts) -> f64 {
+        let dated = self
+            .params
+            .iter()
+            .any(|(_, role)| matches!(role, Role::Date(_)));
+        let compared = facts
+            .comparisons
+            .iter()
+            .filter(|c| {
+                let by_date = dated && matches!(c.value, Operand::Date(_));
+                by_date || filter::named_field(c, &self.fields).is_some()
+            })
+            .count();
+        let ranked = facts
+            .ordering
+            .as_ref()
+            .filter(|o| !o.recency)
+            .and_then(|o| filter::sort_for(o, &self.fields))
+            .is_some();
+        LEAD_WEIGHT * (compared + usize::from(ranked)) as f64
     }
 
     fn relevance(&self, words: &BTreeSet<String>) -> f64 {
@@ -117,6 +185,15 @@ impl<'a> Profile<'a> {
             .iter()
             .any(|(p, role)| p.required && *role == Role::Id)
     }
+}
+
+/// Reads, by its annotation or, when a server gives none, by the verb its name opens
+/// with ("list_items", "getStock").
+pub(super) fn reads(tool: &ToolDef) -> bool {
+    let words = split_words(bare_tool_name(&tool.name));
+    let verb_reads = words.first().is_some_and(|w| listed(READ_VERBS, w));
+    let verb_changes = words.iter().any(|w| action_synonyms(w).is_some());
+    tool.read_only || (verb_reads && !verb_changes)
 }
 
 /// The stems of a tool's name (without the server prefix) and title.
@@ -232,7 +309,7 @@ fn best_of<'p, 'a>(
 fn plan_reads<'a>(profiles: &[Profile<'a>], question: &str, facts: &Facts) -> Plan<'a> {
     let readable: Vec<&Profile> = profiles
         .iter()
-        .filter(|p| p.tool.read_only && (!facts.ids.is_empty() || !p.by_id()))
+        .filter(|p| p.reads() && (!facts.ids.is_empty() || !p.by_id()))
         .collect();
     let mut picks: Vec<&Profile> = Vec::new();
     for part in parts(question) {
@@ -286,14 +363,17 @@ fn best_read<'p, 'a>(
     readable
         .iter()
         .filter_map(|p| {
-            let relevance = p.relevance(words);
+            let relevance = p.relevance(words) + p.understands(facts);
             if relevance < threshold {
                 return None;
             }
             let filled = fill(p, facts);
             let id_bonus = if p.by_id() { HEADING_WEIGHT } else { 0.0 };
-            let score = relevance + id_bonus + 0.5 * filled.filled as f64
-                - 2.0 * filled.missing.len() as f64;
+            // A tool the server marks read-only is surer than one that only sounds so.
+            let marked = if p.tool.read_only { 0.25 } else { 0.0 };
+            let score =
+                relevance + id_bonus + marked + 0.5 * (filled.filled + filled.required) as f64
+                    - 2.0 * filled.missing.len() as f64;
             Some((*p, score))
         })
         .fold(None, best_of)
@@ -323,251 +403,4 @@ fn parts(question: &str) -> Vec<String> {
     parts.push(current.join(" "));
     parts.retain(|p| !p.trim().is_empty());
     parts
-}
-
-// ---------------------------------------------------------------------------------
-// Filling arguments
-
-/// What a parameter is for, read from its type, format, pattern, name and description.
-#[derive(Debug, Clone, PartialEq)]
-enum Role {
-    Id,
-    Choice,
-    Date(Side),
-    Time,
-    Email,
-    Phone,
-    PersonName,
-    Search,
-    Text,
-    Limit,
-    PartySize,
-    Minutes,
-    Flag(BTreeSet<String>),
-    Other,
-}
-
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-enum Side {
-    Single,
-    From,
-    To,
-}
-
-fn role(p: &Property) -> Role {
-    let words = split_words(&p.name);
-    let has = |w: &str| words.iter().any(|x| x == w);
-    let last = words.last().map_or("", String::as_str);
-    let format = p.format.as_deref().unwrap_or_default();
-    let about = content_stems(&format!("{} {}", p.name, p.description));
-    let mentions = |stems: &[&str]| stems.iter().any(|s| about.contains(*s));
-    let numeric = matches!(p.kind, Kind::Integer | Kind::Number);
-    let string = p.kind == Kind::String;
-    match () {
-        _ if string && last == "id" => Role::Id,
-        _ if !p.values.is_empty() => Role::Choice,
-        _ if string && format == "date-time" => Role::Other,
-        _ if string && (format == "date" || has("date") || has("day")) => Role::Date(side(&words)),
-        _ if string && (format == "time" || has("time") || is_clock_pattern(p)) => Role::Time,
-        _ if string && (format == "email" || has("email") || has("mail")) => Role::Email,
-        _ if string && (has("phone") || has("mobile") || has("tel")) => Role::Phone,
-        _ if string && (has("name") || has("fullname")) => Role::PersonName,
-        _ if string
-            && ["query", "search", "keyword", "keywords", "term", "q"]
-                .iter()
-                .any(|w| has(w)) =>
-        {
-            Role::Search
-        }
-        _ if string
-            && [
-                "text", "note", "comment", "message", "content", "body", "remark",
-            ]
-            .iter()
-            .any(|w| has(w)) =>
-        {
-            Role::Text
-        }
-        _ if numeric && is_limit(&words, &p.description) => Role::Limit,
-        _ if numeric
-            && mentions(&[
-                "peopl", "person", "guest", "party", "pax", "cover", "diner", "adult",
-            ]) =>
-        {
-            Role::PartySize
-        }
-        _ if numeric && mentions(&["duration", "minute", "length"]) => Role::Minutes,
-        _ if p.kind == Kind::Boolean => Role::Flag(content_stems(&p.name)),
-        _ => Role::Other,
-    }
-}
-
-fn is_clock_pattern(p: &Property) -> bool {
-    p.pattern
-        .as_deref()
-        .is_some_and(|pattern| pattern.contains(':'))
-}
-
-fn side(words: &[String]) -> Side {
-    let any = |list: &[&str]| words.iter().any(|w| list.contains(&w.as_str()));
-    if any(&[
-        "from", "start", "since", "after", "begin", "min", "earliest",
-    ]) {
-        Side::From
-    } else if any(&["to", "end", "until", "till", "before", "max", "latest"]) {
-        Side::To
-    } else {
-        Side::Single
-    }
-}
-
-fn is_limit(words: &[String], description: &str) -> bool {
-    let has = |w: &str| words.iter().any(|x| x == w);
-    let description = description.to_lowercase();
-    has("limit")
-        || has("top")
-        || has("take")
-        || (has("page") && has("size"))
-        || (has("per") && has("page"))
-        || (has("max") && has("results"))
-        || ["records to return", "results to return", "items to return"]
-            .iter()
-            .any(|p| description.contains(p))
-}
-
-/// The arguments read from a question, and the required ones it does not give.
-struct Filled {
-    args: Map<String, Value>,
-    missing: Vec<Property>,
-    /// How many arguments came from the question (a page size does not count: every
-    /// list tool would get one).
-    filled: usize,
-}
-
-impl Filled {
-    fn call(&self, tool: &ToolDef) -> Call {
-        Call {
-            name: tool.name.clone(),
-            arguments: Value::Object(self.args.clone()).to_string(),
-        }
-    }
-}
-
-fn fill(profile: &Profile, facts: &Facts) -> Filled {
-    let mut filled = Filled {
-        args: Map::new(),
-        missing: Vec::new(),
-        filled: 0,
-    };
-    for (prop, role) in &profile.params {
-        match value_for(prop, role, facts, profile.reports_total) {
-            Some(value) => {
-                if *role != Role::Limit {
-                    filled.filled += 1;
-                }
-                filled.args.insert(prop.name.clone(), value);
-            }
-            None if prop.required => filled.missing.push(prop.clone()),
-            None => {}
-        }
-    }
-    filled
-}
-
-fn value_for(prop: &Property, role: &Role, facts: &Facts, reports_total: bool) -> Option<Value> {
-    let text = |s: &String| Value::String(s.clone());
-    match role {
-        Role::Id => facts.ids.first().map(text),
-        Role::Choice => choose(&prop.values, facts).map(Value::String),
-        Role::Date(side) => {
-            let date = match side {
-                Side::To => facts.dates.last(),
-                Side::Single | Side::From => facts.dates.first(),
-            }?;
-            Some(Value::String(date.format("%Y-%m-%d").to_string()))
-        }
-        Role::Time => facts.times.first().map(text),
-        Role::Email => facts.emails.first().map(text),
-        Role::Phone => facts.phones.first().map(text),
-        Role::PersonName => facts.person.as_ref().map(text),
-        Role::Search => search_text(prop, facts).map(Value::String),
-        Role::Text => free_text(prop, facts).map(Value::String),
-        Role::Limit => limit(prop, facts, reports_total).map(Value::from),
-        Role::PartySize => facts.party.map(Value::from),
-        Role::Minutes => facts.minutes.map(Value::from),
-        Role::Flag(stems) => {
-            let said = !stems.is_empty() && stems.iter().all(|s| facts.stems.contains(s));
-            said.then_some(Value::Bool(true))
-        }
-        Role::Other => None,
-    }
-}
-
-/// To count, one record is enough when the result reports the total; "top 5" asks for five.
-fn limit(prop: &Property, facts: &Facts, reports_total: bool) -> Option<i64> {
-    let wanted = if facts.counting && reports_total {
-        1
-    } else {
-        i64::from(facts.top?)
-    };
-    let low = prop.minimum.unwrap_or(1);
-    let high = prop.maximum.unwrap_or(i64::MAX);
-    Some(wanted.clamp(low.min(high), high))
-}
-
-/// A free-text search is filled from quotes, or from the question's meaningful words,
-/// only when the tool cannot do without it.
-fn search_text(prop: &Property, facts: &Facts) -> Option<String> {
-    if !prop.required {
-        return None;
-    }
-    facts
-        .quoted
-        .clone()
-        .or_else(|| (!facts.keywords.is_empty()).then(|| facts.keywords.join(" ")))
-}
-
-/// Quoted text, or text after a colon when the word before it names this parameter or
-/// the tool needs the text.
-fn free_text(prop: &Property, facts: &Facts) -> Option<String> {
-    if let Some(quoted) = &facts.quoted {
-        return Some(quoted.clone());
-    }
-    let labelled = facts.labelled.as_ref()?;
-    let names = content_stems(&prop.name);
-    let named = content_stems(&labelled.label)
-        .iter()
-        .any(|s| names.contains(s));
-    (named || prop.required).then(|| labelled.text.clone())
-}
-
-/// The allowed value the question names last ("from request to approved" means approved).
-fn choose(values: &[String], facts: &Facts) -> Option<String> {
-    values
-        .iter()
-        .filter_map(|value| Some((position(value, facts)?, value)))
-        .fold(None, |best: Option<(usize, &String)>, next| match best {
-            Some(b) if b.0 >= next.0 => Some(b),
-            _ => Some(next),
-        })
-        .map(|(_, value)| value.clone())
-}
-
-/// Where a value appears in the question, as a word index.
-fn position(value: &str, facts: &Facts) -> Option<usize> {
-    let words = split_words(value);
-    match words.as_slice() {
-        [] => None,
-        [word] => {
-            if super::words::is_stop_word(word) {
-                return None;
-            }
-            let wanted = stem(word);
-            facts.stems.iter().rposition(|s| same_action(s, &wanted))
-        }
-        _ => {
-            let at = facts.phrase.rfind(&format!(" {} ", words.join(" ")))?;
-            Some(facts.phrase[..at].split_whitespace().count())
-        }
-    }
 }

@@ -7,6 +7,8 @@ use serde_json::{Value, json};
 use super::facts::Facts;
 use super::*;
 
+mod questions;
+
 const TOOLS: &str = include_str!("../testdata/tools.json");
 const CUSTOMERS: &str = include_str!("../testdata/getCustomers.json");
 const TABLES: &str = include_str!("../testdata/getTables.json");
@@ -165,7 +167,11 @@ async fn a_list_question_gets_a_markdown_table() {
     let (planned, answered) = round_trip("Show me the tables", &[TABLES]).await;
     assert_eq!(planned.len(), 1);
     assert_eq!(planned[0].name, "resos__getTables");
-    assert_eq!(arguments(&planned[0]), json!({}));
+    assert_eq!(
+        arguments(&planned[0]),
+        json!({"limit": 10}),
+        "a page, not every record"
+    );
     let answer = text(&answered);
     let rows: Vec<&str> = answer.lines().filter(|l| l.starts_with('|')).collect();
     assert!(
@@ -340,6 +346,29 @@ async fn an_id_picks_the_lookup_tool_and_a_cancel_the_change_tool() {
         arguments(&planned[0]),
         json!({"id": "aee7d9693f01bf7ef831438e", "status": "canceled"})
     );
+
+    let planned = calls(
+        &run(question(
+            "Set booking #aee7d9693f01bf7ef831438e to 'seated'",
+        ))
+        .await,
+    );
+    assert_eq!(
+        arguments(&planned[0]),
+        json!({"id": "aee7d9693f01bf7ef831438e", "status": "seated"}),
+        "a quoted word may be the value"
+    );
+    let planned = calls(
+        &run(question(
+            "Add a note to booking #aee7d9693f01bf7ef831438e: the guest is vegan",
+        ))
+        .await,
+    );
+    assert_eq!(
+        arguments(&planned[0]),
+        json!({"id": "aee7d9693f01bf7ef831438e", "text": "the guest is vegan"}),
+        "the note's own words choose no visibility"
+    );
 }
 
 #[tokio::test]
@@ -357,7 +386,7 @@ async fn a_list_filter_is_read_from_the_question() {
     assert_eq!(planned[0].name, "resos__getBookings");
     assert_eq!(
         arguments(&planned[0]),
-        json!({"fromDate": "2026-11-22", "toDate": "2026-11-22", "onlyConfirmed": true})
+        json!({"fromDate": "2026-11-22", "toDate": "2026-11-22", "onlyConfirmed": true, "limit": 10})
     );
     let planned = calls(&run(question("Show the top 5 customers")).await);
     assert_eq!(arguments(&planned[0]), json!({"limit": 5}));
@@ -653,6 +682,13 @@ fn reads_dates_in_many_forms() {
         ("in 3 days", date(2026, 11, 24)),
     ] {
         assert_eq!(facts(text).dates, [expected], "{text}");
+    }
+    for (text, first, last) in [
+        ("this week", date(2026, 11, 21), date(2026, 11, 22)),
+        ("next week", date(2026, 11, 23), date(2026, 11, 29)),
+        ("this weekend", date(2026, 11, 21), date(2026, 11, 22)),
+    ] {
+        assert_eq!(facts(text).dates, [first, last], "{text}");
     }
     assert!(facts("may I book").dates.is_empty());
 }

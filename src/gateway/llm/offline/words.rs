@@ -57,6 +57,43 @@ pub(super) const ACTION_GROUPS: &[&str] = &[
     "send notify",
 ];
 
+/// Words that mean much the same when they describe a field, so that "guests" finds
+/// `people`, "spending" finds `totalSpent` and "cheapest" finds `unit_cost`. Plain
+/// English, no domain's field names.
+const RELATED_GROUPS: &[&str] = &[
+    "people person guest diner cover pax party size seat capacity",
+    "spent spend spending spender paid pay money revenue",
+    "rating rated rate star score best worst",
+    "price cost costing expensive cheap cheaper cheapest pricey",
+    "quantity stock qty amount",
+    "created made added placed submitted new newest",
+    "expire expiry expiring",
+    "visit visited",
+    "name named called titled",
+];
+
+/// Words that only measure a number ("10 units", "500 euros"): they say nothing about
+/// which field is meant.
+const MEASURE_WORDS: &str = "unit units piece pieces pcs times euro euros eur dollar dollars usd     kr krone kroner pound pounds percent";
+
+/// The stems that mean much the same as `stem`, not `stem` itself.
+pub(super) fn related(wanted: &str) -> Vec<String> {
+    let mut out: Vec<String> = Vec::new();
+    for group in RELATED_GROUPS {
+        let stems: Vec<String> = group.split_whitespace().map(stem).collect();
+        if stems.iter().any(|s| s == wanted) {
+            out.extend(stems.into_iter().filter(|s| s != wanted));
+        }
+    }
+    out.sort();
+    out.dedup();
+    out
+}
+
+pub(super) fn is_measure_word(word: &str) -> bool {
+    listed(MEASURE_WORDS, word)
+}
+
 /// Keys whose value names a record.
 const NAME_WORDS: &str = "name title label subject fullname headline";
 
