@@ -178,7 +178,7 @@ async fn serve(settings: &Settings, roles: Roles) -> anyhow::Result<()> {
         let database = db.clone().context("the gateway needs its database")?;
         let model = gateway::model(settings, http_client::streaming()?);
         let (router, _) =
-            gateway::router(settings, database, model, shutdown.clone(), tasks.clone())?;
+            gateway::router(settings, database, model, shutdown.clone(), tasks.clone()).await?;
         let listener = http::bind(SocketAddr::new(settings.bind, settings.gateway.port)).await?;
         tracing::info!(
             "gateway role: chat at {}{API_PREFIX}/stream/chat, browser login at {}/login",

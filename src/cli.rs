@@ -323,6 +323,30 @@ pub struct GatewayArgs {
     )]
     pub stream_grace: u64,
 
+    /// Redis (or Valkey) that gateway replicas share their running answers through
+    /// (`redis://host:6379/0`); none: everything live stays in this process.
+    #[arg(long, env = "MAITRED_REDIS_URL", global = true, hide_env_values = true)]
+    pub redis_url: Option<String>,
+
+    /// Start of every Redis key and channel maitred uses.
+    #[arg(
+        long,
+        env = "MAITRED_REDIS_PREFIX",
+        default_value = "maitred",
+        global = true
+    )]
+    pub redis_prefix: String,
+
+    /// Seconds a replica's claim on a running answer lasts unless renewed; after it,
+    /// another replica ends the answer of a replica that died.
+    #[arg(
+        long,
+        env = "MAITRED_ANSWER_LEASE",
+        default_value_t = 15,
+        global = true
+    )]
+    pub answer_lease: u64,
+
     /// Serve the web UI from this folder (a `frontend/dist` build) instead of the
     /// copy embedded in the binary at compile time.
     #[arg(long, env = "MAITRED_UI_DIR", global = true)]

@@ -64,6 +64,10 @@ pub struct GatewaySettings {
     pub offline_fragment_delay: Duration,
     /// The web UI's files on disk; `None`: the copy embedded at compile time.
     pub ui_dir: Option<std::path::PathBuf>,
+    /// Where replicas share running answers; `None`: in this process.
+    pub redis: Option<crate::gateway::live::redis::RedisSettings>,
+    /// How long a replica's claim on a running answer lasts unless renewed.
+    pub answer_lease: Duration,
 }
 
 #[derive(Debug, Clone)]
@@ -92,6 +96,8 @@ impl Default for GatewaySettings {
             sse_keepalive: Duration::from_secs(15),
             offline_fragment_delay: Duration::from_millis(15),
             ui_dir: None,
+            redis: None,
+            answer_lease: Duration::from_secs(15),
         }
     }
 }
@@ -123,13 +129,28 @@ impl GatewaySettings {
                 "MAITRED_MAX_ITERATIONS and MAITRED_QUESTION_LIMIT must be positive, MAITRED_TOOL_OUTPUT_CAP at least 256"
             );
         }
+        if !(1..=3600).contains(&args.answer_lease) {
+            bail!("MAITRED_ANSWER_LEASE must be between 1 and 3600 seconds");
+        }
+        let file = match &args.gateway_config {
+            Some(path) => crate::gateway::config::GatewayFile::load(path)?,
+            None => crate::gateway::config::GatewayFile::default(),
+        };
+        let redis = args
+            .redis_url
+            .clone()
+            .filter(|url| !url.trim().is_empty())
+            .or_else(|| file.redis_url.clone())
+            .map(|url| crate::gateway::live::redis::RedisSettings {
+                url,
+                prefix: args.redis_prefix.clone(),
+            });
         Ok(Self {
             llm,
             system_prompt,
-            file: match &args.gateway_config {
-                Some(path) => crate::gateway::config::GatewayFile::load(path)?,
-                None => crate::gateway::config::GatewayFile::default(),
-            },
+            file,
+            redis,
+            answer_lease: Duration::from_secs(args.answer_lease),
             mcp_url: args
                 .gateway_mcp_url
                 .as_deref()

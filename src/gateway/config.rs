@@ -54,6 +54,9 @@ pub struct GatewayFile {
     pub limits: Limits,
     #[serde(default = "default_policy")]
     pub policy: BTreeMap<String, RolePolicy>,
+    /// Redis shared by the gateway replicas; `MAITRED_REDIS_URL` wins over it.
+    #[serde(default)]
+    pub redis_url: Option<String>,
 }
 
 /// With no `[policy]` at all, people with only the USER role may read but not change
@@ -173,6 +176,7 @@ impl Default for GatewayFile {
             resilience: Resilience::default(),
             limits: Limits::default(),
             policy: default_policy(),
+            redis_url: None,
         }
     }
 }

@@ -154,7 +154,7 @@ pub fn model(settings: &Settings, http: reqwest::Client) -> Arc<dyn ChatModel> {
 }
 
 /// Builds the gateway role; `model` is usually [`model`], tests pass their own.
-pub fn router(
+pub async fn router(
     settings: &Settings,
     db: Db,
     model: Arc<dyn ChatModel>,
@@ -189,33 +189,57 @@ pub fn router(
     let store = Store::new(db.clone());
     // Ends once the answers have ended at shutdown, so their last events are written.
     let live_stop = CancellationToken::new();
-    let memory = live::memory::MemoryLive::start(
-        db.clone(),
-        &settings.data_dir,
-        &file.limits,
-        &file.resilience,
-        live::Timings {
-            grace: settings.gateway_role.stream_grace,
-            ..live::Timings::default()
-        },
-        gateway_metrics.clone(),
-        tasks.clone(),
-        live_stop.clone(),
-    )?;
-    // Answers a crash of this process left open are finished before new ones start.
-    tasks.spawn({
-        let (memory, store) = (memory.clone(), store.clone());
-        async move {
-            match memory.recover(&store).await {
-                Ok(0) => {}
-                Ok(n) => tracing::warn!(answers = n, "finished the answers the last run left open"),
-                Err(error) => {
-                    tracing::error!(%error, "finishing the answers the last run left open")
-                }
-            }
+    let timings = live::Timings {
+        grace: settings.gateway_role.stream_grace,
+        lease: settings.gateway_role.answer_lease,
+        ..live::Timings::default()
+    };
+    let live: Live = match &settings.gateway_role.redis {
+        Some(redis) => {
+            live::redis::RedisLive::start(
+                redis,
+                store.clone(),
+                &file.limits,
+                &file.resilience,
+                timings,
+                gateway_metrics.clone(),
+                tasks.clone(),
+                live_stop.clone(),
+            )
+            .await?
         }
-    });
-    let live: Live = memory;
+        None => {
+            let memory = live::memory::MemoryLive::start(
+                db.clone(),
+                &settings.data_dir,
+                &file.limits,
+                &file.resilience,
+                timings,
+                gateway_metrics.clone(),
+                tasks.clone(),
+                live_stop.clone(),
+            )?;
+            // Answers a crash of this process left open are finished at start.
+            tasks.spawn({
+                let (memory, store) = (memory.clone(), store.clone());
+                async move {
+                    match memory.recover(&store).await {
+                        Ok(0) => {}
+                        Ok(n) => {
+                            tracing::warn!(
+                                answers = n,
+                                "finished the answers the last run left open"
+                            );
+                        }
+                        Err(error) => {
+                            tracing::error!(%error, "finishing the answers the last run left open");
+                        }
+                    }
+                }
+            });
+            memory
+        }
+    };
     let approvals = Arc::new(Approvals::new(
         db.clone(),
         settings.gateway_role.approval_timeout,

@@ -49,7 +49,7 @@ impl Database {
         }
     }
 
-    async fn url(&self, data_dir: &std::path::Path) -> String {
+    pub async fn url(&self, data_dir: &std::path::Path) -> String {
         match self {
             Self::Sqlite => sqlite_url(&data_dir.join("maitred.db")),
             Self::Postgres(base) => {
@@ -258,6 +258,7 @@ impl TestApp {
             shutdown.clone(),
             TaskTracker::new(),
         )
+        .await
         .expect("gateway router");
         app.gateway = Some(Role::serve_until("gateway", gateway, router, shutdown));
         app.llm = llm;

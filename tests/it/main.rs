@@ -18,6 +18,7 @@ mod observability;
 mod policy;
 mod process;
 mod proxy;
+mod replicas;
 mod restart;
 mod security_gateway;
 mod security_identity;

@@ -21,12 +21,12 @@ const FIRST_TOKEN_DELAY: Duration = Duration::from_millis(500);
 const KEEPALIVE: Duration = Duration::from_millis(150);
 
 /// nginx started on a copy of `deploy/nginx.conf`, stopped when dropped.
-struct Nginx {
+pub struct Nginx {
     child: Child,
     dir: tempfile::TempDir,
-    backend: String,
-    gateway: String,
-    mcp: String,
+    pub backend: String,
+    pub gateway: String,
+    pub mcp: String,
 }
 
 /// A port free now (bound and released): nginx cannot be told to take port 0.
@@ -61,24 +61,44 @@ fn replace(text: &str, from: &str, to: &str) -> String {
 
 impl Nginx {
     /// Ports chosen first: the roles must be told their public URLs before they start.
-    fn ports() -> [u16; 3] {
+    pub fn ports() -> [u16; 3] {
         [free_port(), free_port(), free_port()]
     }
 
     fn start(ports: [u16; 3], app: &TestApp) -> Self {
+        let settings = &app.settings;
+        Self::start_upstreams(
+            ports,
+            [
+                &[settings.backend.port],
+                &[settings.gateway.port],
+                &[settings.mcp.port],
+            ],
+        )
+    }
+
+    /// Listens on `ports` (backend, gateway, mcp) and balances each over its
+    /// `upstreams`, round-robin as the shipped file has it.
+    pub fn start_upstreams(ports: [u16; 3], upstreams: [&[u16]; 3]) -> Self {
         let dir = tempfile::tempdir().unwrap();
         let shipped = Path::new(env!("CARGO_MANIFEST_DIR")).join("deploy/nginx.conf");
         let mut config = std::fs::read_to_string(shipped).unwrap();
-        let settings = &app.settings;
-        for (name, role_port, listen, port) in [
-            ("backend", settings.backend.port, 8080, ports[0]),
-            ("gateway", settings.gateway.port, 8081, ports[1]),
-            ("mcp", settings.mcp.port, 8082, ports[2]),
-        ] {
+        for ((name, listen, port), role_ports) in [
+            ("backend", 8080, ports[0]),
+            ("gateway", 8081, ports[1]),
+            ("mcp", 8082, ports[2]),
+        ]
+        .into_iter()
+        .zip(upstreams)
+        {
+            let servers: Vec<String> = role_ports
+                .iter()
+                .map(|p| format!("server 127.0.0.1:{p};"))
+                .collect();
             config = replace(
                 &config,
                 &format!("server {name}:{listen};"),
-                &format!("server 127.0.0.1:{role_port};"),
+                &servers.join("\n        "),
             );
             config = replace(
                 &config,

@@ -19,6 +19,7 @@ mod limits;
 mod local;
 pub mod memory;
 mod recover;
+pub mod redis;
 mod running;
 
 use std::sync::Arc;
@@ -40,6 +41,8 @@ use crate::gateway::ids::{MessageId, Subject};
 pub enum LiveError {
     #[error("the database: {0}")]
     Database(#[from] sqlx::Error),
+    #[error("redis: {0}")]
+    Redis(#[from] ::redis::RedisError),
     #[error("writing the answer's events failed: {0}")]
     Write(String),
     #[error("the answer's event log has stopped")]
