@@ -99,6 +99,14 @@ id!(
     "tc"
 );
 
+/// A stored status that is none of its kind's values.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[error("unknown {kind} {text:?}")]
+pub struct UnknownStatus {
+    pub kind: &'static str,
+    pub text: String,
+}
+
 /// Who owns conversations: the token's `sub` (a person, or a client with no person).
 #[derive(Debug, Clone, PartialEq, Eq, Hash, Serialize, Deserialize, sqlx::Type)]
 #[serde(transparent)]
@@ -145,12 +153,15 @@ macro_rules! status {
         }
 
         impl FromStr for $name {
-            type Err = String;
+            type Err = UnknownStatus;
 
-            fn from_str(text: &str) -> Result<Self, String> {
+            fn from_str(text: &str) -> Result<Self, UnknownStatus> {
                 match text {
                     $($text => Ok(Self::$variant),)+
-                    other => Err(format!("unknown {} {other:?}", stringify!($name))),
+                    other => Err(UnknownStatus {
+                        kind: stringify!($name),
+                        text: other.to_owned(),
+                    }),
                 }
             }
         }

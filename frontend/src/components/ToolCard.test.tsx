@@ -100,8 +100,16 @@ describe("ApprovalCard actions", () => {
   });
 
   it("shows the time left and disables the buttons while the answer is sent", () => {
-    render(<ToolCard tool={{ ...waiting, approval: { ...waiting.approval!, decision: "sending" } }} onDecide={() => {}} />);
-    expect(screen.getByTestId("approval-card").textContent).toMatch(/Denied automatically in 1:(29|30)/);
+    // The clock stands still: a slow machine must not make 1:30 read 1:28.
+    const now = Date.parse("2026-11-24T12:00:00Z");
+    vi.useFakeTimers({ now, toFake: ["Date"] });
+    try {
+      const expiresAt = new Date(now + 90_000).toISOString();
+      render(<ToolCard tool={{ ...waiting, approval: { expiresAt, decision: "sending" } }} onDecide={() => {}} />);
+    } finally {
+      vi.useRealTimers();
+    }
+    expect(screen.getByTestId("approval-card").textContent).toMatch(/Denied automatically in 1:30/);
     expect(screen.getByTestId<HTMLButtonElement>("approve-button").disabled).toBe(true);
     expect(screen.getByTestId<HTMLButtonElement>("deny-button").disabled).toBe(true);
   });

@@ -3,6 +3,7 @@
 //! writes per batch, not one per token.
 
 use std::future::Future;
+use std::sync::Arc;
 
 use tokio::sync::{mpsc, oneshot};
 use tokio_util::sync::CancellationToken;
@@ -17,8 +18,13 @@ const QUEUE: usize = 16_384;
 
 struct Item<T> {
     value: T,
-    durable: Option<oneshot::Sender<Result<(), String>>>,
+    durable: Option<oneshot::Sender<Result<(), BatchFailed>>>,
 }
+
+/// A batch could not be written; every waiter of it hears why.
+#[derive(Debug, Clone, thiserror::Error)]
+#[error("{0}")]
+pub struct BatchFailed(Arc<str>);
 
 pub struct Committer<T> {
     queue: mpsc::Sender<Item<T>>,
@@ -61,7 +67,7 @@ impl<T: Send + 'static> Committer<T> {
                     .unzip();
                 let outcome = write(values).await.map_err(|error| {
                     tracing::error!(%error, "writing a batch of answer events");
-                    error.to_string()
+                    BatchFailed(error.to_string().into())
                 });
                 for waiter in waiters.into_iter().flatten() {
                     let _ = waiter.send(outcome.clone());
@@ -87,7 +93,7 @@ impl<T: Send + 'static> Committer<T> {
             Some(written) => written
                 .await
                 .map_err(|_| LiveError::Stopped)?
-                .map_err(LiveError::Write),
+                .map_err(|failed| LiveError::Write(failed.to_string())),
             None => Ok(()),
         }
     }

@@ -51,9 +51,17 @@ pub struct RegisteredTool {
     validator: Option<jsonschema::Validator>,
 }
 
+/// Arguments that do not fit a tool's input schema: what is wrong, and where.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[error("{}", problems.join("; "))]
+pub struct InvalidArguments {
+    /// At most five, each with its place in the arguments.
+    pub problems: Vec<String>,
+}
+
 impl RegisteredTool {
-    /// Checks arguments against the tool's input schema; the message says what is wrong.
-    pub fn validate(&self, arguments: &Value) -> Result<(), String> {
+    /// Checks arguments against the tool's input schema.
+    pub fn validate(&self, arguments: &Value) -> Result<(), InvalidArguments> {
         let Some(validator) = &self.validator else {
             return Ok(());
         };
@@ -72,7 +80,7 @@ impl RegisteredTool {
         if problems.is_empty() {
             Ok(())
         } else {
-            Err(problems.join("; "))
+            Err(InvalidArguments { problems })
         }
     }
 }

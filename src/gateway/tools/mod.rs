@@ -8,4 +8,4 @@ mod hub;
 pub mod policy;
 pub mod schema;
 
-pub use hub::{CallContext, CallOutcome, Catalogue, RegisteredTool, ToolHub};
+pub use hub::{CallContext, CallOutcome, Catalogue, InvalidArguments, RegisteredTool, ToolHub};

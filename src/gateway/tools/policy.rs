@@ -47,26 +47,31 @@ impl ToolPolicy {
     }
 }
 
+/// Why a person's roles refuse a tool.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum Refused {
+    #[error("your role may not use tools that change data")]
+    WriteTools,
+    #[error("your role may not use {tool} (policy {pattern:?})")]
+    Denied { tool: String, pattern: String },
+}
+
 impl Effective<'_> {
-    /// `Err` says why the tool is refused.
-    pub fn check(&self, tool: &RegisteredTool) -> Result<(), String> {
-        if self.policies.is_empty() {
-            return Ok(());
-        }
-        let mut reason = String::new();
+    pub fn check(&self, tool: &RegisteredTool) -> Result<(), Refused> {
+        let mut refused = None;
         for policy in &self.policies {
             if !tool.read_only && !policy.write_tools {
-                reason = "your role may not use tools that change data".to_owned();
+                refused = Some(Refused::WriteTools);
             } else if let Some(pattern) = policy.deny.iter().find(|p| matches(p, &tool.exposed)) {
-                reason = format!(
-                    "your role may not use {} (policy {pattern:?})",
-                    tool.exposed
-                );
+                refused = Some(Refused::Denied {
+                    tool: tool.exposed.clone(),
+                    pattern: pattern.clone(),
+                });
             } else {
                 return Ok(());
             }
         }
-        Err(reason)
+        refused.map_or(Ok(()), Err)
     }
 
     pub fn allows(&self, tool: &RegisteredTool) -> bool {
@@ -117,10 +122,7 @@ mod tests {
 
         let user = policy.for_roles(&roles(&["USER"]));
         assert!(user.allows(&read));
-        assert_eq!(
-            user.check(&write).unwrap_err(),
-            "your role may not use tools that change data"
-        );
+        assert_eq!(user.check(&write).unwrap_err(), Refused::WriteTools);
         assert!(!user.allows(&feedback));
 
         let both = policy.for_roles(&roles(&["USER", "OPERATOR"]));

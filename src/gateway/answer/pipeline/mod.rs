@@ -17,7 +17,7 @@ use super::{Answer, Answerer, Stop};
 use crate::gateway::chat::events::ToolStatus;
 use crate::gateway::ids::{PartId, ToolCallId};
 use crate::gateway::llm::ToolCall;
-use crate::gateway::tools::{CallContext, Catalogue, RegisteredTool};
+use crate::gateway::tools::{CallContext, Catalogue, InvalidArguments, RegisteredTool};
 
 use super::ports::StoreResult;
 
@@ -86,7 +86,7 @@ impl Answerer {
 
         if let Err(reason) = permission::allowed(&self.policy, answer, &tool, budget_spent) {
             recorder
-                .call_finished(started, ToolStatus::Denied, &reason)
+                .call_finished(started, ToolStatus::Denied, &reason.to_string())
                 .await?;
             return Ok(format!(
                 "Not allowed: {reason}. Nothing was done. Answer with what you have, and tell the user what you could not do."
@@ -94,7 +94,7 @@ impl Answerer {
         }
         let arguments = match arguments.and_then(|a| validate(&tool, a)) {
             Ok(arguments) => arguments,
-            Err(problem) => return refused(answer, started, &tool, &problem).await,
+            Err(problem) => return refused(answer, started, &tool, &problem.to_string()).await,
         };
         if tool.needs_approval {
             let verdict = permission::approved(self.approvals.as_ref(), answer, &shown).await?;
@@ -120,19 +120,33 @@ impl Answerer {
     }
 }
 
+/// Arguments the model wrote that cannot be used.
+#[derive(Debug, Clone, thiserror::Error)]
+enum BadArguments {
+    #[error("the arguments are not valid JSON ({0})")]
+    Json(String),
+    #[error("the arguments must be a JSON object")]
+    NotAnObject,
+    #[error(transparent)]
+    Schema(#[from] InvalidArguments),
+}
+
 /// The model writes arguments as JSON text; none at all means no arguments.
-fn parse_arguments(text: &str) -> Result<Value, String> {
+fn parse_arguments(text: &str) -> Result<Value, BadArguments> {
     if text.trim().is_empty() {
         return Ok(Value::Object(Default::default()));
     }
-    serde_json::from_str(text).map_err(|e| format!("the arguments are not valid JSON ({e})"))
+    serde_json::from_str(text).map_err(|e| BadArguments::Json(e.to_string()))
 }
 
-fn validate(tool: &RegisteredTool, arguments: Value) -> Result<rmcp::model::JsonObject, String> {
+fn validate(
+    tool: &RegisteredTool,
+    arguments: Value,
+) -> Result<rmcp::model::JsonObject, BadArguments> {
     tool.validate(&arguments)?;
     match arguments {
         Value::Object(arguments) => Ok(arguments),
-        _ => Err("the arguments must be a JSON object".to_owned()),
+        _ => Err(BadArguments::NotAnObject),
     }
 }
 

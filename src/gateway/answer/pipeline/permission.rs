@@ -6,7 +6,16 @@ use super::super::Answer;
 use super::super::ports::{ApprovalRequest, Approver, StoreResult, Verdict};
 use super::super::recorder::ShownCall;
 use crate::gateway::tools::RegisteredTool;
-use crate::gateway::tools::policy::ToolPolicy;
+use crate::gateway::tools::policy::{Refused, ToolPolicy};
+
+/// Why a call may not run before anyone is asked.
+#[derive(Debug, thiserror::Error)]
+pub enum NotAllowed {
+    #[error("the limit of {0} tool calls for one question is reached")]
+    Budget(usize),
+    #[error(transparent)]
+    Policy(#[from] Refused),
+}
 
 /// Within the budget (`budget_spent` names the limit once it is spent) and the
 /// policy, or why not.
@@ -15,13 +24,11 @@ pub fn allowed(
     answer: &Answer<'_>,
     tool: &RegisteredTool,
     budget_spent: Option<usize>,
-) -> Result<(), String> {
+) -> Result<(), NotAllowed> {
     if let Some(limit) = budget_spent {
-        return Err(format!(
-            "the limit of {limit} tool calls for one question is reached"
-        ));
+        return Err(NotAllowed::Budget(limit));
     }
-    policy.for_roles(&answer.user.roles).check(tool)
+    Ok(policy.for_roles(&answer.user.roles).check(tool)?)
 }
 
 /// Asks the person, unless an approval of this very call is still remembered.
