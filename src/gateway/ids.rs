@@ -16,6 +16,7 @@ macro_rules! id {
     ($(#[$doc:meta])* $name:ident, $prefix:literal) => {
         $(#[$doc])*
         #[derive(Debug, Clone, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize, Deserialize, sqlx::Type)]
+        #[cfg_attr(test, derive(ts_rs::TS))]
         #[serde(transparent)]
         #[sqlx(transparent)]
         pub struct $name(String);
@@ -133,6 +134,7 @@ macro_rules! status {
     ($(#[$doc:meta])* $name:ident { $($variant:ident => $text:literal),+ $(,)? }) => {
         $(#[$doc])*
         #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
+        #[cfg_attr(test, derive(ts_rs::TS))]
         #[serde(rename_all = "snake_case")]
         pub enum $name {
             $($variant),+

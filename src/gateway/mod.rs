@@ -3,6 +3,8 @@
 
 pub mod answer;
 mod auth;
+#[cfg(test)]
+mod bindings;
 pub mod chat;
 pub mod config;
 mod error;

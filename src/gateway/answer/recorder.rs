@@ -13,7 +13,10 @@ use tokio_util::sync::CancellationToken;
 use super::ports::{
     AnswerRef, AnswerStore, EventSink, NewCall, StoreError, StoreResult, TurnRecord,
 };
-use crate::gateway::chat::events::{ChatEvent, Finish, ToolStatus};
+use crate::gateway::chat::events::{
+    ApprovalRequiredEvent, ChatEvent, DoneEvent, ErrorEvent, Finish, MetaEvent, TokenEvent,
+    ToolCallEvent, ToolResultEvent, ToolStatus, UsageEvent,
+};
 use crate::gateway::ids::{CallStatus, MessageStatus, PartId, ToolCallId};
 use crate::gateway::llm::{ToolCall, Usage};
 use crate::gateway::metrics::{
@@ -119,12 +122,12 @@ impl Recorder {
     }
 
     pub async fn meta(&self, model: &str, fallback_from: Option<&str>) -> StoreResult<()> {
-        self.emit(ChatEvent::Meta {
+        self.emit(ChatEvent::Meta(MetaEvent {
             conversation_id: self.answer.conversation.clone(),
             message_id: self.answer.message.clone(),
             model: model.to_owned(),
             fallback_from: fallback_from.map(str::to_owned),
-        })
+        }))
         .await
     }
 
@@ -155,7 +158,7 @@ impl Recorder {
                 })
             })
         };
-        self.emit(ChatEvent::Token { text }).await?;
+        self.emit(ChatEvent::Token(TokenEvent { text })).await?;
         if let Some((part, model, text)) = flush {
             self.save(&part, &model, &text, &[], MessageStatus::Streaming)
                 .await?;
@@ -213,13 +216,13 @@ impl Recorder {
                 "unknown".to_owned()
             },
         };
-        self.emit(ChatEvent::ToolCall {
+        self.emit(ChatEvent::ToolCall(ToolCallEvent {
             id: shown.id.clone(),
             server: shown.server.clone(),
             tool: shown.tool.clone(),
             title: shown.title.clone(),
             arguments: shown.arguments.clone(),
-        })
+        }))
         .await?;
         let call = NewCall {
             id: &shown.id,
@@ -239,14 +242,14 @@ impl Recorder {
         shown: &ShownCall,
         expires_at: String,
     ) -> StoreResult<()> {
-        self.emit(ChatEvent::ApprovalRequired {
+        self.emit(ChatEvent::ApprovalRequired(ApprovalRequiredEvent {
             id: shown.id.clone(),
             server: shown.server.clone(),
             tool: shown.tool.clone(),
             title: shown.title.clone(),
             arguments: shown.arguments.clone(),
             expires_at,
-        })
+        }))
         .await
     }
 
@@ -278,12 +281,12 @@ impl Recorder {
         self.store
             .call_finished(&call.id, stored, duration_ms, summary)
             .await?;
-        self.emit(ChatEvent::ToolResult {
+        self.emit(ChatEvent::ToolResult(ToolResultEvent {
             id: call.id,
             status,
             duration_ms,
             summary: summary.to_owned(),
-        })
+        }))
         .await
     }
 
@@ -305,11 +308,11 @@ impl Recorder {
                 .get_or_create(&TokenKindLabels { kind })
                 .inc_by(n);
         }
-        self.emit(ChatEvent::Usage {
+        self.emit(ChatEvent::Usage(UsageEvent {
             prompt_tokens: usage.prompt_tokens,
             completion_tokens: usage.completion_tokens,
             total_tokens: usage.total_tokens,
-        })
+        }))
         .await?;
         self.ready().await?;
         self.store.usage(&self.answer, model, usage).await
@@ -320,10 +323,10 @@ impl Recorder {
             .answer_errors
             .get_or_create(&ErrorCodeLabels { code })
             .inc();
-        self.emit(ChatEvent::Error {
+        self.emit(ChatEvent::Error(ErrorEvent {
             code: code.to_owned(),
             message,
-        })
+        }))
         .await
     }
 
@@ -358,9 +361,9 @@ impl Recorder {
         };
         // `done` goes out even when storing failed: viewers must not hang.
         let emitted = self
-            .emit(ChatEvent::Done {
+            .emit(ChatEvent::Done(DoneEvent {
                 finish_reason: finish,
-            })
+            }))
             .await;
         stored.and(emitted)
     }

@@ -130,7 +130,8 @@ impl Viewers {
             .unwrap()
             .iter()
             .filter_map(|e| match e {
-                ChatEvent::ToolResult { status, .. } => {
+                ChatEvent::ToolResult(result) => {
+                    let status = &result.status;
                     Some(CallStatus::from(status.clone()).to_string())
                 }
                 _ => None,
@@ -140,7 +141,7 @@ impl Viewers {
 
     fn error_code(&self) -> Option<String> {
         self.events.lock().unwrap().iter().find_map(|e| match e {
-            ChatEvent::Error { code, .. } => Some(code.clone()),
+            ChatEvent::Error(error) => Some(error.code.clone()),
             _ => None,
         })
     }
@@ -397,7 +398,7 @@ impl Setup {
 
 fn finish_reason(event: &ChatEvent) -> String {
     match event {
-        ChatEvent::Done { finish_reason } => serde_json::to_value(finish_reason)
+        ChatEvent::Done(done) => serde_json::to_value(&done.finish_reason)
             .unwrap()
             .as_str()
             .unwrap()
@@ -538,7 +539,7 @@ impl Ran {
             .lock()
             .unwrap()
             .iter()
-            .filter(|e| matches!(e, ChatEvent::ToolResult { .. }))
+            .filter(|e| matches!(e, ChatEvent::ToolResult(_)))
             .count()
     }
 }

@@ -1,14 +1,17 @@
 //! The chat stream's events: the public contract for browsers and curl. Every event
 //! goes out with an `id:` (its sequence number within the message) and one JSON
 //! `data:` line, so whitespace and newlines inside tokens survive.
+//!
+//! The web UI's TypeScript types for them are generated from these (see
+//! `bindings.rs`), so the two cannot drift apart.
 
-use axum::response::sse::Event;
 use serde::Serialize;
 use serde_json::Value;
 
 use crate::gateway::ids::{ConversationId, MessageId, ToolCallId};
 
 #[derive(Debug, Clone, PartialEq, Serialize)]
+#[cfg_attr(test, derive(ts_rs::TS), ts(rename = "ToolResultStatus"))]
 #[serde(rename_all = "snake_case")]
 pub enum ToolStatus {
     Ok,
@@ -18,6 +21,7 @@ pub enum ToolStatus {
 }
 
 #[derive(Debug, Clone, PartialEq, Serialize)]
+#[cfg_attr(test, derive(ts_rs::TS), ts(rename = "FinishReason"))]
 #[serde(rename_all = "snake_case")]
 pub enum Finish {
     Stop,
@@ -26,79 +30,118 @@ pub enum Finish {
     Error,
 }
 
+/// Always first; again when a fallback model takes over.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+#[cfg_attr(test, derive(ts_rs::TS))]
+pub struct MetaEvent {
+    pub conversation_id: ConversationId,
+    pub message_id: MessageId,
+    pub model: String,
+    /// Set on a later `meta` when the model changed: the one that could not answer.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    #[cfg_attr(test, ts(optional))]
+    pub fallback_from: Option<String>,
+}
+
+/// A fragment of the answer.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+#[cfg_attr(test, derive(ts_rs::TS))]
+pub struct TokenEvent {
+    pub text: String,
+}
+
+/// A call is starting.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+#[cfg_attr(test, derive(ts_rs::TS))]
+pub struct ToolCallEvent {
+    pub id: ToolCallId,
+    pub server: String,
+    pub tool: String,
+    /// A short human text ("Looking up customers · limit 5").
+    pub title: String,
+    #[cfg_attr(test, ts(type = "unknown"))]
+    pub arguments: Value,
+}
+
+/// A call waits for the person's approval until `expires_at`.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+#[cfg_attr(test, derive(ts_rs::TS))]
+pub struct ApprovalRequiredEvent {
+    pub id: ToolCallId,
+    pub server: String,
+    pub tool: String,
+    pub title: String,
+    #[cfg_attr(test, ts(type = "unknown"))]
+    pub arguments: Value,
+    pub expires_at: String,
+}
+
+#[derive(Debug, Clone, PartialEq, Serialize)]
+#[cfg_attr(test, derive(ts_rs::TS))]
+pub struct ToolResultEvent {
+    pub id: ToolCallId,
+    pub status: ToolStatus,
+    #[cfg_attr(test, ts(type = "number"))]
+    pub duration_ms: u64,
+    pub summary: String,
+}
+
+#[derive(Debug, Clone, PartialEq, Serialize)]
+#[cfg_attr(test, derive(ts_rs::TS))]
+pub struct UsageEvent {
+    #[cfg_attr(test, ts(type = "number"))]
+    pub prompt_tokens: u64,
+    #[cfg_attr(test, ts(type = "number"))]
+    pub completion_tokens: u64,
+    #[cfg_attr(test, ts(type = "number"))]
+    pub total_tokens: u64,
+}
+
+/// A clear, user-safe message.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+#[cfg_attr(test, derive(ts_rs::TS))]
+pub struct ErrorEvent {
+    pub code: String,
+    pub message: String,
+}
+
+/// Always last.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+#[cfg_attr(test, derive(ts_rs::TS))]
+pub struct DoneEvent {
+    pub finish_reason: Finish,
+}
+
 #[derive(Debug, Clone, PartialEq, Serialize)]
 #[serde(untagged)]
 pub enum ChatEvent {
-    Meta {
-        conversation_id: ConversationId,
-        message_id: MessageId,
-        model: String,
-        /// Set on a later `meta` when the model changed: the one that could not answer.
-        #[serde(skip_serializing_if = "Option::is_none")]
-        fallback_from: Option<String>,
-    },
-    Token {
-        text: String,
-    },
-    ToolCall {
-        id: ToolCallId,
-        server: String,
-        tool: String,
-        title: String,
-        arguments: Value,
-    },
-    ApprovalRequired {
-        id: ToolCallId,
-        server: String,
-        tool: String,
-        title: String,
-        arguments: Value,
-        expires_at: String,
-    },
-    ToolResult {
-        id: ToolCallId,
-        status: ToolStatus,
-        duration_ms: u64,
-        summary: String,
-    },
-    Usage {
-        prompt_tokens: u64,
-        completion_tokens: u64,
-        total_tokens: u64,
-    },
-    Error {
-        code: String,
-        message: String,
-    },
-    Done {
-        finish_reason: Finish,
-    },
+    Meta(MetaEvent),
+    Token(TokenEvent),
+    ToolCall(ToolCallEvent),
+    ApprovalRequired(ApprovalRequiredEvent),
+    ToolResult(ToolResultEvent),
+    Usage(UsageEvent),
+    Error(ErrorEvent),
+    Done(DoneEvent),
 }
 
 impl ChatEvent {
+    /// The SSE `event:` name.
     pub fn name(&self) -> &'static str {
         match self {
-            ChatEvent::Meta { .. } => "meta",
-            ChatEvent::Token { .. } => "token",
-            ChatEvent::ToolCall { .. } => "tool_call",
-            ChatEvent::ApprovalRequired { .. } => "approval_required",
-            ChatEvent::ToolResult { .. } => "tool_result",
-            ChatEvent::Usage { .. } => "usage",
-            ChatEvent::Error { .. } => "error",
-            ChatEvent::Done { .. } => "done",
+            ChatEvent::Meta(_) => "meta",
+            ChatEvent::Token(_) => "token",
+            ChatEvent::ToolCall(_) => "tool_call",
+            ChatEvent::ApprovalRequired(_) => "approval_required",
+            ChatEvent::ToolResult(_) => "tool_result",
+            ChatEvent::Usage(_) => "usage",
+            ChatEvent::Error(_) => "error",
+            ChatEvent::Done(_) => "done",
         }
     }
 
     pub fn is_done(&self) -> bool {
-        matches!(self, ChatEvent::Done { .. })
-    }
-
-    pub fn to_sse(&self, seq: u64) -> Event {
-        let data = serde_json::to_string(self).unwrap_or_else(|_| "{}".to_owned());
-        Event::default()
-            .id(seq.to_string())
-            .event(self.name())
-            .data(data)
+        matches!(self, ChatEvent::Done(_))
     }
 }
 
@@ -108,16 +151,16 @@ mod tests {
 
     #[test]
     fn data_is_one_json_line_whatever_the_text() {
-        let event = ChatEvent::Token {
+        let event = ChatEvent::Token(TokenEvent {
             text: "two\nlines  ".into(),
-        };
+        });
         assert_eq!(
             serde_json::to_string(&event).unwrap(),
             r#"{"text":"two\nlines  "}"#
         );
-        let done = ChatEvent::Done {
+        let done = ChatEvent::Done(DoneEvent {
             finish_reason: Finish::MaxIterations,
-        };
+        });
         assert_eq!(
             serde_json::to_string(&done).unwrap(),
             r#"{"finish_reason":"max_iterations"}"#

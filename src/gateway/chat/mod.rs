@@ -5,7 +5,7 @@
 pub mod approvals;
 pub mod events;
 pub mod store;
-mod views;
+pub(crate) mod views;
 
 use std::convert::Infallible;
 use std::sync::Arc;

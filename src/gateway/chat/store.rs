@@ -22,6 +22,7 @@ pub struct Store {
 }
 
 #[derive(Debug, Clone, Serialize, FromRow)]
+#[cfg_attr(test, derive(ts_rs::TS))]
 pub struct ConversationSummary {
     pub id: ConversationId,
     pub title: String,

@@ -11,6 +11,7 @@ use crate::gateway::ids::{
 
 /// `GET /api/v1/resos/conversations/{id}`
 #[derive(Debug, Serialize)]
+#[cfg_attr(test, derive(ts_rs::TS), ts(rename = "Conversation"))]
 pub struct ConversationView {
     pub id: ConversationId,
     pub title: String,
@@ -22,6 +23,7 @@ pub struct ConversationView {
 }
 
 #[derive(Debug, Serialize)]
+#[cfg_attr(test, derive(ts_rs::TS), ts(rename = "StoredMessage"))]
 pub struct PartView {
     pub id: PartId,
     /// The question or answer this part belongs to: the chat stream's `message_id`.
@@ -33,16 +35,20 @@ pub struct PartView {
     pub created_at: String,
     /// For a model turn: the calls it made.
     #[serde(skip_serializing_if = "Option::is_none")]
+    #[cfg_attr(test, ts(optional))]
     pub tool_calls: Option<Vec<ToolCallView>>,
 }
 
 #[derive(Debug, Serialize)]
+#[cfg_attr(test, derive(ts_rs::TS), ts(rename = "StoredToolCall"))]
 pub struct ToolCallView {
     pub id: ToolCallId,
     pub server: String,
     pub tool: String,
+    #[cfg_attr(test, ts(type = "unknown"))]
     pub arguments: Value,
     pub status: CallStatus,
+    #[cfg_attr(test, ts(type = "number | null"))]
     pub duration_ms: Option<i64>,
     pub summary: Option<String>,
     pub created_at: String,

@@ -4,7 +4,7 @@
 
 use super::{LiveError, LoggedEvent};
 use crate::gateway::answer::ports::AnswerRef;
-use crate::gateway::chat::events::{ChatEvent, Finish};
+use crate::gateway::chat::events::{ChatEvent, DoneEvent, ErrorEvent, Finish};
 use crate::gateway::chat::store::Store;
 
 const INTERRUPTED: &str =
@@ -23,13 +23,13 @@ pub async fn finish(
         return Ok(Vec::new());
     }
     let last = events.last().map_or(0, |e| e.seq);
-    let error = ChatEvent::Error {
+    let error = ChatEvent::Error(ErrorEvent {
         code: "interrupted".to_owned(),
         message: INTERRUPTED.to_owned(),
-    };
-    let done = ChatEvent::Done {
+    });
+    let done = ChatEvent::Done(DoneEvent {
         finish_reason: Finish::Error,
-    };
+    });
     tracing::warn!(message_id = %answer.message, tokens = shown.len(), "ended an answer its replica left running");
     Ok(vec![
         LoggedEvent::new(last + 1, &error),

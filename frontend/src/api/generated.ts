@@ -1,0 +1,65 @@
+// Generated from the gateway's Rust types by `MAITRED_WRITE_BINDINGS=1 cargo test bindings`
+// (src/gateway/bindings.rs). Do not edit: change the Rust types instead.
+
+export type ConversationId = string;
+
+export type MessageId = string;
+
+export type PartId = string;
+
+export type ToolCallId = string;
+
+export type Role = "user" | "assistant" | "tool";
+
+export type MessageStatus = "streaming" | "complete" | "cancelled" | "interrupted" | "error";
+
+export type CallStatus = "running" | "cancelled" | "interrupted" | "ok" | "error" | "denied" | "unavailable";
+
+export type MetaEvent = { conversation_id: ConversationId, message_id: MessageId, model: string, 
+/**
+ * Set on a later `meta` when the model changed: the one that could not answer.
+ */
+fallback_from?: string, };
+
+export type TokenEvent = { text: string, };
+
+export type ToolCallEvent = { id: ToolCallId, server: string, tool: string, 
+/**
+ * A short human text ("Looking up customers · limit 5").
+ */
+title: string, arguments: unknown, };
+
+export type ApprovalRequiredEvent = { id: ToolCallId, server: string, tool: string, title: string, arguments: unknown, expires_at: string, };
+
+export type ToolResultStatus = "ok" | "error" | "denied" | "unavailable";
+
+export type ToolResultEvent = { id: ToolCallId, status: ToolResultStatus, duration_ms: number, summary: string, };
+
+export type UsageEvent = { prompt_tokens: number, completion_tokens: number, total_tokens: number, };
+
+export type ErrorEvent = { code: string, message: string, };
+
+export type FinishReason = "stop" | "cancelled" | "max_iterations" | "error";
+
+export type DoneEvent = { finish_reason: FinishReason, };
+
+export type ConversationSummary = { id: ConversationId, title: string, created_at: string, updated_at: string, };
+
+export type StoredToolCall = { id: ToolCallId, server: string, tool: string, arguments: unknown, status: CallStatus, duration_ms: number | null, summary: string | null, created_at: string, };
+
+export type StoredMessage = { id: PartId, 
+/**
+ * The question or answer this part belongs to: the chat stream's `message_id`.
+ */
+message_id: MessageId | null, role: Role, content: string | null, status: MessageStatus, model: string | null, created_at: string, 
+/**
+ * For a model turn: the calls it made.
+ */
+tool_calls?: Array<StoredToolCall>, };
+
+export type Conversation = { id: ConversationId, title: string, created_at: string, updated_at: string, 
+/**
+ * The questions and the answers' model turns, in order (tool results, which only
+ * the model reads, are left out).
+ */
+messages: Array<StoredMessage>, };
