@@ -252,6 +252,18 @@ pub struct GatewayArgs {
     #[arg(long, env = "MAITRED_LLM_MAX_TOKENS", global = true)]
     pub llm_max_tokens: Option<u32>,
 
+    /// How the model's tool calls are read: `auto` (native, and a call written as
+    /// text is taken too), `native`, or `text` (the tools are described in the
+    /// system prompt; for models served without tool calling).
+    #[arg(
+        long,
+        env = "MAITRED_LLM_TOOL_CALLS",
+        value_enum,
+        default_value_t = crate::gateway::llm::text_calls::ToolCallMode::Auto,
+        global = true
+    )]
+    pub llm_tool_calls: crate::gateway::llm::text_calls::ToolCallMode,
+
     /// A file whose text replaces the built-in system prompt ({today} becomes the date).
     #[arg(long, env = "MAITRED_SYSTEM_PROMPT_FILE", global = true)]
     pub system_prompt_file: Option<PathBuf>,

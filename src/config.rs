@@ -77,6 +77,8 @@ pub struct LlmSettings {
     pub model: String,
     pub temperature: Option<f32>,
     pub max_tokens: Option<u32>,
+    /// How the model's tool calls are read: native deltas, text, or either.
+    pub tool_calls: crate::gateway::llm::text_calls::ToolCallMode,
 }
 
 impl Default for GatewaySettings {
@@ -111,6 +113,7 @@ impl GatewaySettings {
                 model: args.llm_model.clone(),
                 temperature: args.llm_temperature,
                 max_tokens: args.llm_max_tokens,
+                tool_calls: args.llm_tool_calls,
             }),
             _ => None,
         };

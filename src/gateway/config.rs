@@ -78,6 +78,9 @@ pub struct FallbackConfig {
     pub model: String,
     pub api_key: Option<String>,
     pub api_key_env: Option<String>,
+    /// `auto` (the default), `native` or `text`: how its tool calls are read.
+    #[serde(default)]
+    pub tool_calls: crate::gateway::llm::text_calls::ToolCallMode,
 }
 
 #[derive(Debug, Clone, Deserialize)]
@@ -212,6 +215,7 @@ impl GatewayFile {
                     model: f.model.clone(),
                     temperature: None,
                     max_tokens: None,
+                    tool_calls: f.tool_calls,
                 })
             })
             .collect()

@@ -81,7 +81,7 @@
 //!         { "id": "call_1", "name": "search", "arguments": { "q": "tables for 4" } },
 //!         { "id": "call_2", "name": "hours", "arguments": "{}" }
 //!       ],
-//!       "argument_pieces": 3, "repeat_ids": false, "without_index": false },
+//!       "argument_pieces": 3, "repeat_ids": false, "without_index": false, "same_index": false },
 //!     { "text": "Partial answer", "cut_after": 2 },
 //!     { "text": "Broken", "malformed_at": 2 },
 //!     { "text": "Counted", "usage": { "prompt_tokens": 10, "completion_tokens": 2 } },
@@ -100,7 +100,8 @@
 //! - `status`: an error turn with OpenAI's error body; `retry_after` (seconds)
 //!   and `message` optional.
 //! - On any turn: `paced_ms`, `first_token_delay_ms`, `usage`, `cut_after`,
-//!   `malformed_at`, `without_index`, `hang`. `{"hang": true}` alone is a turn
+//!   `malformed_at`, `without_index`, `same_index` (every call at index 0, as Ollama
+//!   streams parallel calls), `hang`. `{"hang": true}` alone is a turn
 //!   that sends headers and then nothing.
 //!
 //! Unknown fields are rejected, so a typo fails loudly.

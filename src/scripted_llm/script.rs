@@ -98,6 +98,9 @@ pub struct TurnOptions {
     pub malformed_at: Option<usize>,
     /// Leave `index` out of tool-call deltas.
     pub without_index: bool,
+    /// Give every call index 0 and send it whole in one delta, as Ollama streams
+    /// parallel calls (only their ids differ).
+    pub same_index: bool,
     /// Send the headers, then nothing until the client goes away.
     pub hang: bool,
 }
@@ -236,6 +239,11 @@ impl Turn {
     /// Makes the `n`-th data line (1-based, counting `[DONE]`) invalid JSON.
     pub fn malformed_at(mut self, n: usize) -> Self {
         self.options_mut().malformed_at = Some(n);
+        self
+    }
+
+    pub fn same_index(mut self) -> Self {
+        self.options_mut().same_index = true;
         self
     }
 
@@ -391,6 +399,8 @@ struct TurnSpec {
     #[serde(skip_serializing_if = "is_false")]
     without_index: bool,
     #[serde(skip_serializing_if = "is_false")]
+    same_index: bool,
+    #[serde(skip_serializing_if = "is_false")]
     hang: bool,
 }
 
@@ -427,6 +437,7 @@ impl TryFrom<TurnSpec> for Turn {
             cut_after: spec.cut_after,
             malformed_at: spec.malformed_at,
             without_index: spec.without_index,
+            same_index: spec.same_index,
             hang: spec.hang,
         };
         let stream_only = spec.argument_pieces.is_some() || spec.repeat_ids;
@@ -494,6 +505,7 @@ impl From<Turn> for TurnSpec {
             cut_after: options.cut_after,
             malformed_at: options.malformed_at,
             without_index: options.without_index,
+            same_index: options.same_index,
             hang: options.hang,
             ..TurnSpec::default()
         };

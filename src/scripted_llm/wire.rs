@@ -182,7 +182,19 @@ pub(crate) fn stream_events(turn: &Turn, ctx: &Ctx) -> Vec<Bytes> {
         .iter()
         .zip(0u32..)
         .map(|(call, index)| {
-            let index = (!opts.without_index).then_some(index);
+            let index = (!opts.without_index).then_some(if opts.same_index { 0 } else { index });
+            // Ollama sends each of its parallel calls whole, in one delta.
+            if opts.same_index {
+                return vec![ToolCallDelta {
+                    index,
+                    id: Some(call.id.clone()),
+                    kind: Some("function"),
+                    function: FunctionDelta {
+                        name: Some(call.name.clone()),
+                        arguments: call.arguments.clone(),
+                    },
+                }];
+            }
             let header = ToolCallDelta {
                 index,
                 id: Some(call.id.clone()),

@@ -243,6 +243,7 @@ impl TestApp {
                 model: "scripted".into(),
                 temperature: None,
                 max_tokens: None,
+                tool_calls: Default::default(),
             });
         }
         // After the model is set, so a tweak can add fallbacks on the same upstream.

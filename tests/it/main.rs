@@ -10,6 +10,7 @@ mod api;
 mod bookings;
 mod chat;
 mod crash;
+mod dialects;
 mod errors;
 mod identity;
 mod mcp;

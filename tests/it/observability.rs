@@ -505,6 +505,7 @@ async fn the_gateway_counts_answers_models_and_tools() {
             model: "scripted-fallback".into(),
             api_key: None,
             api_key_env: None,
+            tool_calls: Default::default(),
         }];
     })
     .await;

@@ -54,6 +54,7 @@ async fn a_rate_limit_with_retry_after_goes_to_the_fallback_model() {
             model: "scripted-fallback".into(),
             api_key: Some("fallback-key".into()),
             api_key_env: None,
+            tool_calls: Default::default(),
         }];
     })
     .await;

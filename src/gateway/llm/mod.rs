@@ -6,6 +6,7 @@
 pub mod offline;
 pub mod openai;
 pub mod router;
+pub mod text_calls;
 
 use futures::future::BoxFuture;
 use futures::stream::BoxStream;

@@ -14,6 +14,7 @@ use futures::future::BoxFuture;
 use serde::Deserialize;
 use serde_json::{Value, json};
 
+use super::text_calls::{self, ToolCallMode};
 use super::{
     ChatModel, ChatRequest, EventStream, FinishReason, Message, ModelError, ModelEvent, Usage,
 };
@@ -112,14 +113,29 @@ impl OpenAiModel {
     }
 
     fn body(&self, request: &ChatRequest) -> Value {
-        let messages: Vec<Value> = request.messages.iter().map(wire_message).collect();
+        let text_mode = self.settings.tool_calls == ToolCallMode::Text;
+        let mut messages: Vec<Value> = request
+            .messages
+            .iter()
+            .map(|m| wire_message(m, text_mode))
+            .collect();
+        if text_mode && !request.tools.is_empty() {
+            let tools = text_calls::describe(&request.tools);
+            match messages.first_mut() {
+                Some(system) if system["role"] == "system" => {
+                    let content = system["content"].as_str().unwrap_or_default();
+                    system["content"] = format!("{content}{tools}").into();
+                }
+                _ => messages.insert(0, json!({ "role": "system", "content": tools.trim() })),
+            }
+        }
         let mut body = json!({
             "model": self.settings.model,
             "messages": messages,
             "stream": true,
             "stream_options": { "include_usage": true },
         });
-        if !request.tools.is_empty() {
+        if !request.tools.is_empty() && !text_mode {
             body["tools"] = request
                 .tools
                 .iter()
@@ -141,10 +157,29 @@ impl OpenAiModel {
     }
 }
 
-fn wire_message(message: &Message) -> Value {
+/// In `text` mode the conversation is plain text: calls as the model writes them,
+/// results as the user's turn (servers without tool calling refuse the `tool` role).
+fn wire_message(message: &Message, text_mode: bool) -> Value {
     match message {
         Message::System { content } => json!({ "role": "system", "content": content }),
         Message::User { content } => json!({ "role": "user", "content": content }),
+        Message::Assistant {
+            content,
+            tool_calls,
+        } if text_mode => {
+            let mut text = content.clone().unwrap_or_default();
+            for call in tool_calls {
+                text.push_str(&text_calls::as_text(call));
+            }
+            json!({ "role": "assistant", "content": text })
+        }
+        Message::Tool {
+            tool_call_id,
+            content,
+        } if text_mode => json!({
+            "role": "user",
+            "content": format!("Result of tool call {tool_call_id}:\n{content}"),
+        }),
         Message::Assistant {
             content,
             tool_calls,
@@ -208,14 +243,54 @@ struct WireUsage {
     total_tokens: u64,
 }
 
-/// Turns chunks into events, giving index-less tool-call fragments the index of the
-/// call they continue (or the next one, when they carry a new id).
+/// Turns chunks into events, giving each tool call an index of its own. Providers
+/// differ: most number calls by `index`; some leave it out (a fragment then continues
+/// the call before it, unless it brings a new id); Ollama gives every parallel call
+/// index 0, told apart only by their ids.
 #[derive(Default)]
 struct Decoder {
-    last: Option<(u32, Option<String>)>,
+    /// Per call, by our index: the provider's index and the call's id.
+    calls: Vec<(Option<u32>, Option<String>)>,
+    last: Option<usize>,
 }
 
 impl Decoder {
+    fn slot(&mut self, index: Option<u32>, id: Option<&String>) -> u32 {
+        let known = id.and_then(|id| self.calls.iter().position(|(_, c)| c.as_ref() == Some(id)));
+        let slot = match (known, index, id) {
+            // An id seen before names its call, whatever the index says.
+            (Some(slot), _, _) => slot,
+            (None, Some(index), id) => {
+                let same_index = self.calls.iter().rposition(|(i, _)| *i == Some(index));
+                match same_index {
+                    // A new id at a taken index is another call (Ollama).
+                    Some(slot) if id.is_some() && self.calls[slot].1.is_some() => {
+                        self.open(Some(index), id)
+                    }
+                    Some(slot) => {
+                        if self.calls[slot].1.is_none() {
+                            self.calls[slot].1 = id.cloned();
+                        }
+                        slot
+                    }
+                    None => self.open(Some(index), id),
+                }
+            }
+            (None, None, Some(id)) => self.open(None, Some(id)),
+            (None, None, None) => match self.last {
+                Some(slot) => slot,
+                None => self.open(None, None),
+            },
+        };
+        self.last = Some(slot);
+        u32::try_from(slot).unwrap_or(u32::MAX)
+    }
+
+    fn open(&mut self, index: Option<u32>, id: Option<&String>) -> usize {
+        self.calls.push((index, id.cloned()));
+        self.calls.len() - 1
+    }
+
     fn events(&mut self, chunk: Chunk) -> Vec<ModelEvent> {
         let mut events = Vec::new();
         for choice in chunk.choices {
@@ -223,21 +298,7 @@ impl Decoder {
                 events.push(ModelEvent::Text(text));
             }
             for call in choice.delta.tool_calls.unwrap_or_default() {
-                let index = match (call.index, &self.last) {
-                    (Some(index), _) => index,
-                    (None, None) => 0,
-                    (None, Some((last, last_id))) => match &call.id {
-                        Some(id) if Some(id) != last_id.as_ref() => last + 1,
-                        _ => *last,
-                    },
-                };
-                let id = call.id.clone().or_else(|| {
-                    self.last
-                        .as_ref()
-                        .filter(|(i, _)| *i == index)
-                        .and_then(|(_, id)| id.clone())
-                });
-                self.last = Some((index, id));
+                let index = self.slot(call.index, call.id.as_ref());
                 let (name, arguments) = call
                     .function
                     .map_or((None, None), |f| (f.name, f.arguments));
@@ -321,14 +382,21 @@ impl ChatModel for OpenAiModel {
                 .await
                 .map_err(error)?;
             let mut decoder = Decoder::default();
-            let events = chunks.flat_map(move |chunk| {
-                let events: Vec<Result<ModelEvent, ModelError>> = match chunk {
-                    Ok(chunk) => decoder.events(chunk).into_iter().map(Ok).collect(),
-                    Err(e) => vec![Err(error(e))],
-                };
-                futures::stream::iter(events)
-            });
-            Ok(events.boxed())
+            let events = chunks
+                .flat_map(move |chunk| {
+                    let events: Vec<Result<ModelEvent, ModelError>> = match chunk {
+                        Ok(chunk) => decoder.events(chunk).into_iter().map(Ok).collect(),
+                        Err(e) => vec![Err(error(e))],
+                    };
+                    futures::stream::iter(events)
+                })
+                .boxed();
+            Ok(match self.settings.tool_calls {
+                ToolCallMode::Native => events,
+                ToolCallMode::Auto | ToolCallMode::Text => {
+                    text_calls::detect(events, &request.tools)
+                }
+            })
         })
     }
 }
@@ -364,6 +432,44 @@ mod tests {
         assert_eq!(
             events.last(),
             Some(&ModelEvent::Finished(FinishReason::ToolCalls))
+        );
+    }
+
+    fn indexes(chunks: Vec<Value>) -> Vec<u32> {
+        let mut decoder = Decoder::default();
+        chunks
+            .into_iter()
+            .flat_map(|c| decoder.events(chunk(c)))
+            .filter_map(|e| match e {
+                ModelEvent::ToolCallDelta { index, .. } => Some(index),
+                _ => None,
+            })
+            .collect()
+    }
+
+    #[test]
+    fn parallel_calls_all_at_index_0_are_told_apart_by_their_ids() {
+        let call = |id: &str, name: &str| json!({ "choices": [{ "delta": { "tool_calls": [{ "index": 0, "id": id, "function": { "name": name, "arguments": "{}" } }] } }] });
+        assert_eq!(
+            indexes(vec![call("a", "f"), call("b", "g"), call("c", "h")]),
+            [0, 1, 2]
+        );
+        // The id repeated in every fragment of one call is still that one call.
+        let piece = |args: &str| json!({ "choices": [{ "delta": { "tool_calls": [{ "index": 0, "id": "a", "function": { "arguments": args } }] } }] });
+        assert_eq!(
+            indexes(vec![call("a", "f"), piece("{\"x\""), piece(":1}")]),
+            [0, 0, 0]
+        );
+        // Numbered calls keep their numbers; id-less continuations stay with them.
+        let numbered = |index: u32, id: Option<&str>| json!({ "choices": [{ "delta": { "tool_calls": [{ "index": index, "id": id, "function": { "arguments": "" } }] } }] });
+        assert_eq!(
+            indexes(vec![
+                numbered(0, Some("a")),
+                numbered(1, Some("b")),
+                numbered(0, None),
+                numbered(1, None)
+            ]),
+            [0, 1, 0, 1]
         );
     }
 
