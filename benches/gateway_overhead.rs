@@ -376,8 +376,8 @@ const UNLIMITED: &str = r#"
 [resilience]
 model_concurrency = 100000
 model_requests_per_minute = 0
-first_token_timeout_secs = 600
-inter_token_timeout_secs = 600
+first_token_timeout = 600
+inter_token_timeout = 600
 
 [limits]
 requests_per_minute = 0

@@ -7,17 +7,16 @@
 // A benchmark that cannot run its calls has nothing to report: failing loudly is right.
 #![allow(clippy::expect_used, clippy::unwrap_used)]
 
-use std::net::Ipv4Addr;
 use std::time::{Duration, Instant};
 
-use maitred::config::{Settings, sqlite_url};
+use maitred::app::Role;
+use maitred::settings::{Settings, sqlite_url};
 use rmcp::model::{
     CallToolRequestParams, ClientCapabilities, ClientConfig, Implementation, ProtocolVersion,
 };
 use rmcp::transport::StreamableHttpClientTransport;
 use rmcp::transport::streamable_http_client::StreamableHttpClientTransportConfig;
 use rmcp::{ClientLifecycleMode, ClientServiceExt};
-use tokio::net::TcpListener;
 use tokio_util::sync::CancellationToken;
 
 struct Stats {
@@ -72,31 +71,21 @@ async fn main() -> anyhow::Result<()> {
         .and_then(|n| n.parse().ok())
         .unwrap_or(2000);
     let dir = tempfile::tempdir()?;
-    let backend = TcpListener::bind((Ipv4Addr::LOCALHOST, 0)).await?;
-    let mcp = TcpListener::bind((Ipv4Addr::LOCALHOST, 0)).await?;
+    // The backend and MCP roles, wired as `main` wires them, on free ports.
     let settings = Settings::local(
         dir.path().to_owned(),
         sqlite_url(&dir.path().join("bench.db")),
-        backend.local_addr()?.port(),
-        0,
-        mcp.local_addr()?.port(),
     );
-    let shutdown = CancellationToken::new();
-    let db = maitred::app::prepare_database(&settings).await?;
+    let app = maitred::app::App::bind(settings, &[Role::Backend, Role::Mcp])
+        .await?
+        .start(CancellationToken::new())
+        .await?;
+    let settings = app.settings().clone();
     let http = maitred::http_client::new()?;
-    let (router, _) = maitred::app::backend_router(&settings, db.clone(), http.clone()).await?;
-    tokio::spawn(maitred::http::serve(
-        "backend",
-        backend,
-        router,
-        shutdown.clone(),
-    ));
-    let router = maitred::mcp::router(&settings, http.clone(), shutdown.clone())?;
-    tokio::spawn(maitred::http::serve("mcp", mcp, router, shutdown.clone()));
 
     let token = |client: &'static str| {
         let http = http.clone();
-        let url = settings.backend.public_url.clone();
+        let url = settings.backend.endpoint.public_url.clone();
         let secret = maitred::identity::dev::DevCredentials::load(&settings.data_dir)
             .ok()
             .and_then(|c| c.client_secret(client).map(str::to_owned))
@@ -116,7 +105,10 @@ async fn main() -> anyhow::Result<()> {
     let mcp_token = token("maitred-gateway").await?;
     let backend_token = token("maitred-mcp").await?;
     let mcp_url = settings.mcp_resource();
-    let tables_url = format!("{}/api/v1/resos/tables", settings.backend.public_url);
+    let tables_url = format!(
+        "{}/api/v1/resos/tables",
+        settings.backend.endpoint.public_url
+    );
 
     println!(
         "{calls} calls per row; machine: {} cores",
@@ -205,7 +197,6 @@ async fn main() -> anyhow::Result<()> {
             println!("{}", stats.line(label, concurrency));
         }
     }
-    shutdown.cancel();
-    db.close().await;
+    app.stop().await;
     Ok(())
 }

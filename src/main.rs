@@ -6,7 +6,7 @@ use maitred::cli::Cli;
 #[tokio::main]
 async fn main() -> ExitCode {
     let cli = Cli::parse();
-    maitred::telemetry::init(cli.global.log_format);
+    maitred::telemetry::init(cli.log_format);
     match maitred::app::run(cli).await {
         Ok(()) => ExitCode::SUCCESS,
         Err(error) => {

@@ -7,6 +7,7 @@ use oauth2::{AuthType, ClientId, ClientSecret, Scope, TokenResponse, TokenUrl};
 use prometheus_client::encoding::EncodeLabelSet;
 use prometheus_client::metrics::counter::Counter;
 use prometheus_client::metrics::family::Family;
+use secrecy::ExposeSecret;
 use serde::Deserialize;
 
 use crate::issuer::Issuer;
@@ -15,7 +16,7 @@ use crate::issuer::Issuer;
 pub struct ClientCredentials {
     pub token_url: String,
     pub client_id: String,
-    pub client_secret: String,
+    pub client_secret: secrecy::SecretString,
     pub scopes: Vec<String>,
     pub resource: Option<String>,
 }
@@ -55,7 +56,9 @@ pub async fn client_credentials(
     request: &ClientCredentials,
 ) -> anyhow::Result<AccessToken> {
     let client = BasicClient::new(ClientId::new(request.client_id.clone()))
-        .set_client_secret(ClientSecret::new(request.client_secret.clone()))
+        .set_client_secret(ClientSecret::new(
+            request.client_secret.expose_secret().to_owned(),
+        ))
         .set_auth_type(AuthType::BasicAuth)
         .set_token_uri(TokenUrl::new(request.token_url.clone()).context("token URL")?);
     let mut exchange = client

@@ -11,7 +11,7 @@ use tracing_subscriber::EnvFilter;
 use tracing_subscriber::fmt;
 use tracing_subscriber::prelude::*;
 
-use crate::cli::LogFormat;
+use crate::settings::LogFormat;
 
 const DEFAULT_FILTER: &str = "info,sqlx=warn,rmcp=warn";
 

@@ -31,8 +31,8 @@ pub use error::{ApiError, FieldError};
 pub use model::{Booking, Customer, Feedback, OpeningHours, Table};
 
 use crate::auth::{RequiredScope, Scoped, TokenVerifier};
-use crate::config::API_PREFIX;
 use crate::db::Db;
+use crate::settings::API_PREFIX;
 use extract::BodyLimit;
 
 pub use axum::Json;

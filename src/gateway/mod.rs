@@ -6,7 +6,6 @@ mod auth;
 #[cfg(test)]
 mod bindings;
 pub mod chat;
-pub mod config;
 mod error;
 pub mod ids;
 pub mod live;
@@ -24,6 +23,7 @@ use anyhow::Context;
 use axum::Router;
 use axum::extract::{DefaultBodyLimit, FromRef};
 use axum::routing::{get, post};
+use secrecy::SecretString;
 use tokio_util::sync::CancellationToken;
 use tokio_util::task::TaskTracker;
 use tower_http::csrf::CsrfLayer;
@@ -32,24 +32,23 @@ pub use auth::ChatUser;
 pub use error::GatewayError;
 
 use crate::auth::{TokenVerifier, VerifierConfig};
-use crate::cli::Mode;
-use crate::config::{API_PREFIX, Settings};
 use crate::db::Db;
 use crate::http;
 use crate::http::budget::Budget;
 use crate::identity::dev::DevCredentials;
 use crate::metrics::Metrics;
+use crate::settings::Mode;
+use crate::settings::mcp_servers::{AuthConfig, ServerConfig};
+use crate::settings::{API_PREFIX, Settings};
 use answer::Answerer;
 use chat::approvals::Approvals;
 use chat::store::Store;
-use config::Resilience;
 use live::Live;
 use llm::ChatModel;
 use llm::router::ModelRouter;
 use metrics::GatewayMetrics;
 use session::Sessions;
 use tools::ToolHub;
-use tools::config::{AuthConfig, ServerConfig};
 use tools::policy::ToolPolicy;
 
 #[derive(Clone)]
@@ -69,7 +68,7 @@ pub struct GatewayState {
     pub metrics: Metrics,
     pub gateway_metrics: GatewayMetrics,
     /// Question limits, history budget and stream timings.
-    pub settings: Arc<crate::config::GatewaySettings>,
+    pub settings: Arc<crate::settings::GatewaySettings>,
     /// The web UI served at `/`.
     pub ui: ui::UiFiles,
     /// Sign-ins per client address.
@@ -97,14 +96,14 @@ impl FromRef<GatewayState> for Arc<TokenVerifier> {
 
 /// The MCP servers: the configured file, or maitred's own MCP role.
 fn servers(settings: &Settings) -> anyhow::Result<Vec<ServerConfig>> {
-    if !settings.gateway_role.file.mcp_servers.is_empty() {
-        return Ok(settings.gateway_role.file.mcp_servers.clone());
+    if !settings.gateway.file.mcp_servers.is_empty() {
+        return Ok(settings.gateway.file.mcp_servers.clone());
     }
-    let secret = match (&settings.gateway_role.mcp_client_secret, settings.mode) {
+    let secret = match (&settings.gateway.mcp_client_secret, settings.mode) {
         (Some(secret), _) => secret.clone(),
         (None, Mode::Dev) => DevCredentials::load(&settings.data_dir)?
             .client_secret("maitred-gateway")
-            .map(str::to_owned)
+            .map(SecretString::from)
             .context("no dev secret for client maitred-gateway")?,
         (None, Mode::Production) => anyhow::bail!(
             "the gateway needs MAITRED_GATEWAY_CLIENT_SECRET (its secret for the MCP server), or an MCP servers file"
@@ -113,13 +112,13 @@ fn servers(settings: &Settings) -> anyhow::Result<Vec<ServerConfig>> {
     Ok(vec![ServerConfig {
         name: "resos".to_owned(),
         url: settings
-            .gateway_role
+            .gateway
             .mcp_url
             .clone()
             .unwrap_or_else(|| settings.mcp_resource()),
         enabled: true,
         read_only: false,
-        timeout_secs: 30.0,
+        timeout: std::time::Duration::from_secs_f64(30.0),
         auth: AuthConfig::ClientCredentials {
             client_id: "maitred-gateway".to_owned(),
             client_secret: Some(secret),
@@ -138,7 +137,7 @@ fn servers(settings: &Settings) -> anyhow::Result<Vec<ServerConfig>> {
 
 /// The configured model, or the offline one.
 pub fn model(settings: &Settings, http: reqwest::Client) -> Arc<dyn ChatModel> {
-    match &settings.gateway_role.llm {
+    match &settings.gateway.llm {
         Some(llm) => {
             tracing::info!(model = %llm.model, base_url = %llm.base_url, "LLM: an OpenAI-compatible endpoint");
             Arc::new(llm::openai::OpenAiModel::new(http, llm.clone()))
@@ -149,7 +148,7 @@ pub fn model(settings: &Settings, http: reqwest::Client) -> Arc<dyn ChatModel> {
             );
             Arc::new(
                 llm::offline::OfflineModel::new()
-                    .with_fragment_delay(settings.gateway_role.offline_fragment_delay),
+                    .with_fragment_delay(settings.gateway.offline_fragment_delay),
             )
         }
     }
@@ -171,7 +170,7 @@ pub async fn router(
         http.clone(),
         VerifierConfig::new(settings.issuer_location(), settings.gateway_resource()),
     ));
-    let file = &settings.gateway_role.file;
+    let file = &settings.gateway.file;
     let hub = ToolHub::new(
         servers(settings)?,
         streaming.clone(),
@@ -192,11 +191,11 @@ pub async fn router(
     // Ends once the answers have ended at shutdown, so their last events are written.
     let live_stop = CancellationToken::new();
     let timings = live::Timings {
-        grace: settings.gateway_role.stream_grace,
-        lease: settings.gateway_role.answer_lease,
+        grace: settings.gateway.stream_grace,
+        lease: settings.gateway.answer_lease,
         ..live::Timings::default()
     };
-    let live: Live = match &settings.gateway_role.redis {
+    let live: Live = match &settings.gateway.redis {
         Some(redis) => {
             live::redis::RedisLive::start(
                 redis,
@@ -244,18 +243,18 @@ pub async fn router(
     };
     let approvals = Arc::new(Approvals::new(
         db.clone(),
-        settings.gateway_role.approval_timeout,
+        settings.gateway.approval_timeout,
         live.clone(),
     ));
     let mut models = vec![model];
-    for fallback in settings.gateway_role.file.fallback_models()? {
+    for fallback in settings.gateway.file.fallback_models()? {
         tracing::info!(model = %fallback.model, base_url = %fallback.base_url, "LLM fallback");
         models.push(Arc::new(llm::openai::OpenAiModel::new(
             streaming.clone(),
             fallback,
         )));
     }
-    let gateway = &settings.gateway_role;
+    let gateway = &settings.gateway;
     let answerer = Arc::new(Answerer {
         models: ModelRouter::new(models, file.resilience.clone(), live.models()),
         policy: ToolPolicy::new(file.policy.clone()),
@@ -274,14 +273,14 @@ pub async fn router(
         http,
         settings.issuer_location(),
         verifier.clone(),
-        &settings.gateway.public_url,
+        &settings.gateway.endpoint.public_url,
         settings.gateway_resource(),
     ));
     // At shutdown, running answers get a bounded time to finish.
     tasks.spawn({
         let local = live.local().clone();
         let shutdown = shutdown.clone();
-        let grace = Resilience::secs(file.resilience.shutdown_grace_secs);
+        let grace = file.resilience.shutdown_grace;
         async move {
             shutdown.cancelled().await;
             local.drain(grace).await;
@@ -297,12 +296,12 @@ pub async fn router(
         verifier,
         shutdown,
         tasks,
-        body_limit: settings.body_limit,
+        body_limit: settings.backend.body_limit,
         metrics,
         gateway_metrics,
-        settings: Arc::new(settings.gateway_role.clone()),
-        ui: ui::UiFiles::new(settings.gateway_role.ui_dir.clone()),
-        login_budget: Arc::new(Budget::per_minute(settings.auth_rate_limit_per_minute)),
+        settings: Arc::new(settings.gateway.clone()),
+        ui: ui::UiFiles::new(settings.gateway.ui_dir.clone()),
+        login_budget: Arc::new(Budget::per_minute(settings.identity.rate_limit_per_minute)),
     };
     let api = Router::new()
         .route(&format!("{API_PREFIX}/stream/chat"), post(chat::ask))
@@ -328,7 +327,7 @@ pub async fn router(
         )
         .merge(login::routes())
         .fallback(ui::serve)
-        .layer(DefaultBodyLimit::max(settings.body_limit))
+        .layer(DefaultBodyLimit::max(settings.backend.body_limit))
         // Browsers' Sec-Fetch-Site and Origin refuse cross-site writes outright; the
         // session's CSRF token is the second line.
         .layer(CsrfLayer::new())

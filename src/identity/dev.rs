@@ -11,9 +11,9 @@ use argon2::password_hash::PasswordHasher;
 use secrecy::SecretString;
 use serde::{Deserialize, Serialize};
 
-use super::config::{ClientConfig, Grant, IdentityConfig, Role, UserConfig};
-use crate::config::Settings;
 use crate::random;
+use crate::settings::Settings;
+use crate::settings::identity_file::{ClientConfig, Grant, IdentityFile, Role, UserConfig};
 
 pub const FILE_NAME: &str = "dev-credentials.json";
 
@@ -153,8 +153,8 @@ impl DevCredentials {
     }
 
     /// The demo users and clients as if an operator had configured them.
-    pub fn identity_config(&self, settings: &Settings) -> IdentityConfig {
-        let gateway = &settings.gateway.public_url;
+    pub fn identity_config(&self, settings: &Settings) -> IdentityFile {
+        let gateway = &settings.gateway.endpoint.public_url;
         let clients = DEMO_CLIENTS
             .iter()
             .map(|c| ClientConfig {
@@ -186,7 +186,7 @@ impl DevCredentials {
                 })
             })
             .collect();
-        IdentityConfig { users, clients }
+        IdentityFile { users, clients }
     }
 
     /// What a developer needs to sign in and get tokens, printed once at start-up.
@@ -283,7 +283,7 @@ mod tests {
                 },
             )]),
         };
-        let settings = Settings::local(data_dir.path().to_owned(), String::new(), 1, 2, 3);
+        let settings = Settings::local(data_dir.path().to_owned(), String::new());
         let banner = credentials.banner(&settings);
         assert!(banner.contains("admin-password-456") && banner.contains("client-secret-xyz-123"));
 

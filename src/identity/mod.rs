@@ -3,7 +3,6 @@
 //! with PKCE, rotating refresh tokens), a login page and userinfo.
 
 mod authorize;
-mod config;
 pub mod dev;
 mod discovery;
 mod error;
@@ -25,13 +24,13 @@ use axum::Router;
 use axum::routing::{get, post};
 use tower_http::csrf::CsrfLayer;
 
-pub use config::{ClientConfig, Grant, IdentityConfig, Role, UserConfig};
+pub use crate::settings::identity_file::{ClientConfig, Grant, IdentityFile, Role, UserConfig};
 pub use error::OAuthError;
 pub use registry::{Client, Registry, User};
 
-use crate::cli::Mode;
-use crate::config::Settings;
 use crate::db::Db;
+use crate::settings::Mode;
+use crate::settings::Settings;
 use keys::KeyRing;
 use rate_limit::AuthRateLimit;
 use tokens::TokenIssuer;
@@ -56,8 +55,8 @@ impl Identity {
         settings: &Settings,
         db: Db,
     ) -> anyhow::Result<(SharedIdentity, Option<String>)> {
-        let (config, banner) = if settings.file.identity.users.is_empty()
-            && settings.file.identity.clients.is_empty()
+        let (config, banner) = if settings.identity.file.users.is_empty()
+            && settings.identity.file.clients.is_empty()
         {
             if settings.mode == Mode::Production {
                 anyhow::bail!(
@@ -67,7 +66,7 @@ impl Identity {
             let dev = dev::DevCredentials::load_or_create(&settings.data_dir)?;
             (dev.identity_config(settings), Some(dev.banner(settings)))
         } else {
-            (settings.file.identity.clone(), None)
+            (settings.identity.file.clone(), None)
         };
         let registry =
             Registry::from_config(&config, settings).context("identity configuration")?;
@@ -85,9 +84,9 @@ impl Identity {
             tokens: TokenIssuer {
                 issuer: settings.issuer().to_owned(),
                 keys,
-                access_ttl: settings.access_token_ttl,
+                access_ttl: settings.identity.access_token_ttl,
             },
-            rate_limit: AuthRateLimit::per_minute(settings.auth_rate_limit_per_minute),
+            rate_limit: AuthRateLimit::per_minute(settings.identity.rate_limit_per_minute),
             secure_cookies: settings.issuer().starts_with("https://"),
             dummy_hash,
         };

@@ -8,8 +8,8 @@ use argon2::password_hash::phc::PasswordHash;
 use secrecy::{ExposeSecret, SecretString};
 use subtle::ConstantTimeEq;
 
-use super::config::{ClientConfig, Grant, IdentityConfig, Role, UserConfig};
-use crate::config::Settings;
+use crate::settings::Settings;
+use crate::settings::identity_file::{ClientConfig, Grant, IdentityFile, Role, UserConfig};
 
 #[derive(Debug, Clone)]
 pub struct User {
@@ -62,7 +62,7 @@ pub struct Registry {
 }
 
 impl Registry {
-    pub fn from_config(config: &IdentityConfig, settings: &Settings) -> anyhow::Result<Self> {
+    pub fn from_config(config: &IdentityFile, settings: &Settings) -> anyhow::Result<Self> {
         let mut registry = Self::default();
         for user in &config.users {
             registry.add_user(user)?;

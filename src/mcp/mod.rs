@@ -19,18 +19,19 @@ use axum::routing::get;
 use rmcp::ServiceExt;
 use rmcp::transport::streamable_http_server::session::local::LocalSessionManager;
 use rmcp::transport::streamable_http_server::{StreamableHttpServerConfig, StreamableHttpService};
+use secrecy::SecretString;
 use tokio_util::sync::CancellationToken;
 
 pub use access::SessionOwners;
 pub use server::{Access, END_USER_META, McpServer};
 
 use crate::auth::{TokenVerifier, VerifierConfig};
-use crate::cli::Mode;
-use crate::config::{API_PREFIX, Settings};
 use crate::http;
 use crate::identity::dev::DevCredentials;
 use crate::metrics::Metrics;
 use crate::oauth_client::{ClientCredentials, TokenSource};
+use crate::settings::Mode;
+use crate::settings::{API_PREFIX, Settings};
 use backend::BackendClient;
 use metrics::McpMetrics;
 
@@ -40,12 +41,12 @@ fn backend_client(
     http: reqwest::Client,
     metrics: &McpMetrics,
 ) -> anyhow::Result<BackendClient> {
-    let role = &settings.mcp_role;
+    let role = &settings.mcp;
     let secret = match (&role.client_secret, settings.mode) {
         (Some(secret), _) => secret.clone(),
         (None, Mode::Dev) => DevCredentials::load(&settings.data_dir)?
             .client_secret(&role.client_id)
-            .map(str::to_owned)
+            .map(SecretString::from)
             .with_context(|| format!("no dev secret for client {}", role.client_id))?,
         (None, Mode::Production) => anyhow::bail!(
             "the MCP role needs MAITRED_MCP_CLIENT_SECRET (its client secret at the issuer)"
@@ -88,7 +89,7 @@ pub fn router(
     let resource = settings.mcp_resource();
     let metadata_url = format!(
         "{}/.well-known/oauth-protected-resource/mcp",
-        settings.mcp.public_url
+        settings.mcp.endpoint.public_url
     );
     let mut verifier_config = VerifierConfig::new(settings.issuer_location(), resource.clone());
     verifier_config.challenge_extra = format!(", resource_metadata=\"{metadata_url}\"");
@@ -102,8 +103,8 @@ pub fn router(
     let owners = SessionOwners::default();
     let sessions = access::OwnedSessions::new(LocalSessionManager::default(), owners.clone());
     let config = StreamableHttpServerConfig::default()
-        .with_allowed_hosts(settings.mcp_role.allowed_hosts.clone())
-        .with_allowed_origins(settings.mcp_role.allowed_origins.clone())
+        .with_allowed_hosts(settings.mcp.allowed_hosts.clone())
+        .with_allowed_origins(settings.mcp.allowed_origins.clone())
         .with_json_response(true)
         .with_cancellation_token(shutdown.child_token());
     let service = StreamableHttpService::new(
@@ -138,7 +139,7 @@ pub fn router(
     let health = http::health::routes(http::health::upstream(
         http,
         "the backend",
-        format!("{}/readyz", settings.mcp_role.backend_url),
+        format!("{}/readyz", settings.mcp.backend_url),
     ));
     Ok(http::middleware::wrap(
         mcp.merge(discovery).merge(health),

@@ -363,7 +363,7 @@ async fn the_loop_stops_at_max_iterations() {
         r#"{"limit":1}"#,
     )]));
     let app = TestApp::spawn_chat(&Database::Sqlite, Llm::Scripted(script), |s| {
-        s.gateway_role.max_iterations = 3
+        s.gateway.max_iterations = 3
     })
     .await;
     let token = app.chat_token().await;
@@ -389,7 +389,7 @@ async fn bad_calls_go_back_to_the_model_and_big_results_are_capped() {
         Turn::text("Done."),
     ]);
     let app = TestApp::spawn_chat(&Database::Sqlite, Llm::Scripted(script), |s| {
-        s.gateway_role.tool_output_cap = 1024
+        s.gateway.tool_output_cap = 1024
     })
     .await;
     let token = app.chat_token().await;

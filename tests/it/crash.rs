@@ -5,9 +5,9 @@
 
 use std::time::Duration;
 
-use maitred::config::sqlite_url;
 use maitred::db::Db;
 use maitred::scripted_llm::{Script, ScriptedLlm, Turn};
+use maitred::settings::sqlite_url;
 
 use crate::helpers::{SseReader, answer};
 use crate::process::{Maitred, Ports, ask};

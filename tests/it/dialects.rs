@@ -20,7 +20,7 @@ fn of<'a>(events: &'a [SseEvent], name: &str) -> Vec<&'a Value> {
 
 async fn ask(turns: Vec<Turn>, mode: ToolCallMode) -> (TestApp, Vec<SseEvent>) {
     let app = TestApp::spawn_chat(&Database::Sqlite, Llm::Scripted(Script::new(turns)), |s| {
-        if let Some(llm) = &mut s.gateway_role.llm {
+        if let Some(llm) = &mut s.gateway.llm {
             llm.tool_calls = mode;
         }
     })

@@ -1,21 +1,19 @@
 //! The test app: the backend role started in-process on port 0 with its own data
 //! directory and its own database (a SQLite file, or a fresh PostgreSQL schema).
 
-use std::net::{Ipv4Addr, SocketAddr};
 use std::path::PathBuf;
 use std::sync::Arc;
 use std::time::Duration;
 
-use maitred::config::{LlmSettings, Settings, sqlite_url};
+use maitred::app::{App, Bound, Role};
 use maitred::db::Db;
-use maitred::gateway::tools::config::{AuthConfig, ServerConfig};
 use maitred::identity::dev::DevCredentials;
 use maitred::scripted_llm::{Script, ScriptedLlm};
+use maitred::settings::mcp_servers::{AuthConfig, ServerConfig};
+use maitred::settings::{LlmSettings, Settings, sqlite_url};
+use secrecy::SecretString;
 use serde_json::Value;
-use tokio::net::TcpListener;
-use tokio::task::JoinHandle;
 use tokio_util::sync::CancellationToken;
-use tokio_util::task::TaskTracker;
 
 /// Logs go to the test's captured output: shown when a test fails, silent otherwise.
 fn init_logs() {
@@ -112,48 +110,14 @@ pub struct TestApp {
     pub settings: Settings,
     pub db: Db,
     data_dir: Arc<tempfile::TempDir>,
-    backend: Option<Role>,
-    mcp: Option<Role>,
-    gateway: Option<Role>,
+    /// The roles, wired as `main` wires them.
+    app: Option<App>,
 }
 
 /// The gateway's model in a test.
 pub enum Llm {
     Offline,
     Scripted(Script),
-}
-
-struct Role {
-    shutdown: CancellationToken,
-    server: JoinHandle<()>,
-}
-
-impl Role {
-    fn serve(name: &'static str, listener: TcpListener, router: axum::Router) -> Self {
-        Self::serve_until(name, listener, router, CancellationToken::new())
-    }
-
-    fn serve_until(
-        name: &'static str,
-        listener: TcpListener,
-        router: axum::Router,
-        shutdown: CancellationToken,
-    ) -> Self {
-        let server = tokio::spawn({
-            let shutdown = shutdown.clone();
-            async move {
-                maitred::http::serve(name, listener, router, shutdown)
-                    .await
-                    .expect("serve");
-            }
-        });
-        Self { shutdown, server }
-    }
-
-    async fn stop(self) {
-        self.shutdown.cancel();
-        let _ = tokio::time::timeout(Duration::from_secs(10), self.server).await;
-    }
 }
 
 /// maitred's own MCP role as the gateway's configured server `name` (a tweak can
@@ -165,12 +129,12 @@ pub fn own_mcp_server(settings: &Settings, name: &str) -> ServerConfig {
         url: settings.mcp_resource(),
         enabled: true,
         read_only: false,
-        timeout_secs: 5.0,
+        timeout: Duration::from_secs(5),
         auth: AuthConfig::ClientCredentials {
             client_id: "maitred-gateway".into(),
             client_secret: credentials
                 .client_secret("maitred-gateway")
-                .map(str::to_owned),
+                .map(SecretString::from),
             client_secret_env: None,
             scopes: vec!["mcp.read".into(), "mcp.write".into()],
             resource: Some(settings.mcp_resource()),
@@ -183,19 +147,15 @@ pub fn own_mcp_server(settings: &Settings, name: &str) -> ServerConfig {
     }
 }
 
-pub fn settings_for(data_dir: PathBuf, database_url: String, port: u16) -> Settings {
-    settings_with_mcp(data_dir, database_url, port, 18082)
-}
-
-pub fn settings_with_mcp(
-    data_dir: PathBuf,
-    database_url: String,
-    port: u16,
-    mcp_port: u16,
-) -> Settings {
-    let mut settings = Settings::local(data_dir, database_url, port, 18081, mcp_port);
-    settings.auth_rate_limit_per_minute = 10_000;
-    settings.mcp_role.backend_timeout = Duration::from_secs(2);
+/// Dev-mode settings on free loopback ports, with the limits tests would trip.
+pub fn test_settings(data_dir: PathBuf, database_url: String) -> Settings {
+    let mut settings = Settings::local(data_dir, database_url);
+    settings.identity.rate_limit_per_minute = 10_000;
+    settings.mcp.backend_timeout = Duration::from_secs(2);
+    settings.gateway.offline_fragment_delay = Duration::ZERO;
+    // Quick retries, so tests of them do not wait for production back-offs.
+    settings.gateway.file.resilience.backoff = Duration::from_millis(10);
+    settings.gateway.file.resilience.backoff_max = Duration::from_millis(50);
     settings
 }
 
@@ -214,30 +174,19 @@ impl TestApp {
         llm: Llm,
         tweak: impl FnOnce(&mut Settings),
     ) -> Self {
+        init_logs();
         let data_dir = Arc::new(tempfile::tempdir().expect("temp dir"));
         let database_url = database.url(data_dir.path()).await;
-        let backend = TcpListener::bind((Ipv4Addr::LOCALHOST, 0)).await.unwrap();
-        let mcp = TcpListener::bind((Ipv4Addr::LOCALHOST, 0)).await.unwrap();
-        let gateway = TcpListener::bind((Ipv4Addr::LOCALHOST, 0)).await.unwrap();
-        let mut settings = Settings::local(
-            data_dir.path().to_owned(),
-            database_url,
-            backend.local_addr().unwrap().port(),
-            gateway.local_addr().unwrap().port(),
-            mcp.local_addr().unwrap().port(),
-        );
-        settings.auth_rate_limit_per_minute = 10_000;
-        settings.mcp_role.backend_timeout = Duration::from_secs(2);
-        settings.gateway_role.offline_fragment_delay = Duration::ZERO;
-        // Quick retries, so tests of them do not wait for production back-offs.
-        settings.gateway_role.file.resilience.backoff_ms = 10;
-        settings.gateway_role.file.resilience.backoff_max_ms = 50;
+        let settings = test_settings(data_dir.path().to_owned(), database_url);
+        let mut bound = App::bind(settings, Role::ALL)
+            .await
+            .expect("bind the roles");
         let llm = match llm {
             Llm::Offline => None,
             Llm::Scripted(script) => Some(ScriptedLlm::start(script).await.expect("scripted LLM")),
         };
         if let Some(llm) = &llm {
-            settings.gateway_role.llm = Some(LlmSettings {
+            bound.settings.gateway.llm = Some(LlmSettings {
                 base_url: llm.base_url(),
                 api_key: Some("test-key".into()),
                 model: "scripted".into(),
@@ -247,137 +196,85 @@ impl TestApp {
             });
         }
         // After the model is set, so a tweak can add fallbacks on the same upstream.
-        tweak(&mut settings);
-        let mut app = Self::start(settings, backend, mcp, data_dir).await;
-        let model =
-            maitred::gateway::model(&app.settings, maitred::http_client::streaming().unwrap());
-        let shutdown = CancellationToken::new();
-        let (router, _) = maitred::gateway::router(
-            &app.settings,
-            app.db.clone(),
-            model,
-            shutdown.clone(),
-            TaskTracker::new(),
-        )
-        .await
-        .expect("gateway router");
-        app.gateway = Some(Role::serve_until("gateway", gateway, router, shutdown));
+        tweak(&mut bound.settings);
+        let mut app = Self::start(bound, data_dir).await;
         app.llm = llm;
         app
     }
 
-    async fn start(
-        settings: Settings,
-        backend: TcpListener,
-        mcp: TcpListener,
-        data_dir: Arc<tempfile::TempDir>,
-    ) -> Self {
-        init_logs();
-        let db = maitred::app::prepare_database(&settings)
+    async fn start(bound: Bound, data_dir: Arc<tempfile::TempDir>) -> Self {
+        let app = bound
+            .start(CancellationToken::new())
             .await
-            .expect("database");
-        let http = maitred::http_client::new().unwrap();
-        let (router, _banner) = maitred::app::backend_router(&settings, db.clone(), http.clone())
-            .await
-            .expect("backend router");
-        let backend = Role::serve("backend", backend, router);
-        // The MCP role's sessions end with its shutdown token, so stopping is prompt.
-        let mcp_shutdown = CancellationToken::new();
-        let mcp_router = maitred::mcp::router(&settings, http.clone(), mcp_shutdown.clone())
-            .expect("mcp router");
-        let mcp = Role::serve_until("mcp", mcp, mcp_router, mcp_shutdown);
+            .expect("start the roles");
+        let settings = app.settings().clone();
         // Where the backend listens; its public URL may name another address.
-        let url = format!("http://127.0.0.1:{}", settings.backend.port);
+        let url = format!("http://127.0.0.1:{}", settings.backend.endpoint.port);
         Self {
             api: format!("{url}/api/v1/resos"),
             mcp_url: settings.mcp_resource(),
-            gateway_url: format!("http://127.0.0.1:{}", settings.gateway.port),
+            gateway_url: format!("http://127.0.0.1:{}", settings.gateway.endpoint.port),
             llm: None,
-            gateway: None,
             url,
-            http,
+            http: maitred::http_client::new().unwrap(),
+            db: app.db().expect("a database").clone(),
             settings,
-            db,
             data_dir,
-            backend: Some(backend),
-            mcp: Some(mcp),
+            app: Some(app),
         }
     }
 
     /// Stops every role and starts them again on the same ports, data dir and database.
-    pub async fn restart(self) -> Self {
+    pub async fn restart(mut self) -> Self {
         let settings = self.settings.clone();
         let data_dir = self.data_dir.clone();
+        let llm = self.llm.take();
         self.stop().await;
-        let backend = TcpListener::bind(SocketAddr::from((
-            Ipv4Addr::LOCALHOST,
-            settings.backend.port,
-        )))
-        .await
-        .expect("rebind the backend port");
-        let mcp = TcpListener::bind(SocketAddr::from((Ipv4Addr::LOCALHOST, settings.mcp.port)))
+        let bound = App::bind(settings, Role::ALL)
             .await
-            .expect("rebind the mcp port");
-        Self::start(settings, backend, mcp, data_dir).await
+            .expect("rebind the roles");
+        let mut app = Self::start(bound, data_dir).await;
+        app.llm = llm;
+        app
+    }
+
+    fn app(&mut self) -> &mut App {
+        self.app.as_mut().expect("a running app")
     }
 
     /// Stops the backend role alone (the MCP role keeps running).
     pub async fn stop_backend(&mut self) {
-        if let Some(backend) = self.backend.take() {
-            backend.stop().await;
-        }
+        self.app().stop_role(Role::Backend).await;
     }
 
     /// Starts the backend role again on its port.
     pub async fn start_backend(&mut self) {
-        let listener = TcpListener::bind(SocketAddr::from((
-            Ipv4Addr::LOCALHOST,
-            self.settings.backend.port,
-        )))
-        .await
-        .expect("rebind the backend port");
-        let (router, _) =
-            maitred::app::backend_router(&self.settings, self.db.clone(), self.http.clone())
-                .await
-                .expect("backend router");
-        self.backend = Some(Role::serve("backend", listener, router));
+        self.app()
+            .start_role(Role::Backend)
+            .await
+            .expect("restart the backend");
     }
 
     /// Stops the MCP role alone.
     pub async fn stop_mcp(&mut self) {
-        if let Some(mcp) = self.mcp.take() {
-            mcp.stop().await;
-        }
+        self.app().stop_role(Role::Mcp).await;
     }
 
     /// Starts the MCP role again on its port.
     pub async fn start_mcp(&mut self) {
-        let listener = TcpListener::bind(SocketAddr::from((
-            Ipv4Addr::LOCALHOST,
-            self.settings.mcp.port,
-        )))
-        .await
-        .expect("rebind the mcp port");
-        let shutdown = CancellationToken::new();
-        let router = maitred::mcp::router(&self.settings, self.http.clone(), shutdown.clone())
-            .expect("mcp router");
-        self.mcp = Some(Role::serve_until("mcp", listener, router, shutdown));
+        self.app()
+            .start_role(Role::Mcp)
+            .await
+            .expect("restart the MCP role");
     }
 
     pub async fn stop(mut self) {
-        if let Some(gateway) = self.gateway.take() {
-            gateway.stop().await;
+        if let Some(app) = self.app.take() {
+            app.stop().await;
         }
         if let Some(llm) = self.llm.take() {
             llm.stop().await;
         }
-        if let Some(mcp) = self.mcp.take() {
-            mcp.stop().await;
-        }
-        if let Some(backend) = self.backend.take() {
-            backend.stop().await;
-        }
-        self.db.close().await;
     }
 
     pub fn data_dir(&self) -> &std::path::Path {

@@ -12,7 +12,10 @@ use crate::helpers::{Database, TestApp};
 const WEB: &str = "maitred-web";
 
 fn redirect_uri(app: &TestApp) -> String {
-    format!("{}/login/callback", app.settings.gateway.public_url)
+    format!(
+        "{}/login/callback",
+        app.settings.gateway.endpoint.public_url
+    )
 }
 
 /// A browser-like client: keeps cookies, never follows redirects.
@@ -437,7 +440,8 @@ async fn the_authorize_endpoint_checks_its_request() {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn login_attempts_are_rate_limited() {
-    let app = TestApp::spawn_with(&Database::Sqlite, |s| s.auth_rate_limit_per_minute = 5).await;
+    let app =
+        TestApp::spawn_with(&Database::Sqlite, |s| s.identity.rate_limit_per_minute = 5).await;
     let browser = browser();
     let pkce = pkce();
     let mut statuses = Vec::new();
@@ -604,20 +608,18 @@ async fn clients_get_only_what_they_are_registered_for() {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn production_mode_takes_its_identity_from_the_config_file_only() {
-    use maitred::cli::Mode;
-    use maitred::config::FileConfig;
+    use maitred::settings::{IdentityFile, Mode};
 
     // No configured users or clients: production refuses to start rather than invent them.
     let data_dir = tempfile::tempdir().unwrap();
-    let mut settings = crate::helpers::settings_for(
+    let mut settings = crate::helpers::test_settings(
         data_dir.path().to_owned(),
-        maitred::config::sqlite_url(&data_dir.path().join("prod.db")),
-        8080,
+        maitred::settings::sqlite_url(&data_dir.path().join("prod.db")),
     );
     settings.mode = Mode::Production;
     let refused = settings.check().unwrap_err().to_string();
     assert!(refused.contains("production mode"), "{refused}");
-    let db = maitred::app::prepare_database(&settings).await.unwrap();
+    let db = maitred::app::open_database(&settings, true).await.unwrap();
     let http = maitred::http_client::new().unwrap();
     assert!(
         maitred::app::backend_router(&settings, db.clone(), http.clone())
@@ -657,7 +659,7 @@ async fn production_mode_takes_its_identity_from_the_config_file_only() {
     );
     let path = data_dir.path().join("maitred.toml");
     std::fs::write(&path, config).unwrap();
-    settings.file = FileConfig::load(&path).unwrap();
+    settings.identity.file = IdentityFile::load(&path).unwrap();
     settings.check().unwrap();
     assert!(
         maitred::app::backend_router(&settings, db.clone(), http)
@@ -667,7 +669,7 @@ async fn production_mode_takes_its_identity_from_the_config_file_only() {
 
     let too_short = "[[identity.clients]]\nid = \"x\"\nsecret = \"short\"\ngrants = [\"client_credentials\"]\nscopes = []\naudiences = [\"backend\"]\n";
     std::fs::write(&path, too_short).unwrap();
-    settings.file = FileConfig::load(&path).unwrap();
+    settings.identity.file = IdentityFile::load(&path).unwrap();
     let db2 = db.clone();
     let error = maitred::app::backend_router(&settings, db2, maitred::http_client::new().unwrap())
         .await
@@ -675,6 +677,6 @@ async fn production_mode_takes_its_identity_from_the_config_file_only() {
         .unwrap();
     assert!(format!("{error:#}").contains("at least 16"), "{error:#}");
     std::fs::write(&path, "[identity]\nusers = 3\n").unwrap();
-    assert!(FileConfig::load(&path).is_err());
+    assert!(IdentityFile::load(&path).is_err());
     db.close().await;
 }

@@ -341,7 +341,7 @@ async fn the_resource_server_challenges_and_discovery_leads_to_a_token() {
         .http
         .get(format!(
             "{}/.well-known/oauth-protected-resource",
-            app.settings.mcp.public_url
+            app.settings.mcp.endpoint.public_url
         ))
         .send()
         .await
@@ -547,7 +547,7 @@ async fn a_backend_that_is_down_or_slow_is_unavailable_and_then_recovers() {
     assert!(text(&down).contains("unavailable"), "{}", text(&down));
 
     // Slow: something holds the port but never answers; the configured 2 s timeout applies.
-    let port = app.settings.backend.port;
+    let port = app.settings.backend.endpoint.port;
     let black_hole = tokio::net::TcpListener::bind(("127.0.0.1", port))
         .await
         .unwrap();
@@ -640,10 +640,10 @@ async fn roles_reach_the_issuer_at_its_internal_address() {
     // Behind a proxy or in a cluster, the issuer's public URL may not resolve where the
     // roles run: tokens name the public URL, keys and tokens are fetched internally.
     let app = TestApp::spawn_with(&Database::Sqlite, |settings| {
-        let real = settings.backend.public_url.clone();
-        settings.backend.public_url = "http://maitred.invalid".to_owned();
-        settings.issuer_internal_url = Some(real.clone());
-        settings.mcp_role.backend_url = real;
+        let real = settings.backend.endpoint.public_url.clone();
+        settings.backend.endpoint.public_url = "http://maitred.invalid".to_owned();
+        settings.identity.internal_url = Some(real.clone());
+        settings.mcp.backend_url = real;
     })
     .await;
     let token = app.token("maitred-gateway", &[]).await;

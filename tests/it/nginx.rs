@@ -70,9 +70,9 @@ impl Nginx {
         Self::start_upstreams(
             ports,
             [
-                &[settings.backend.port],
-                &[settings.gateway.port],
-                &[settings.mcp.port],
+                &[settings.backend.endpoint.port],
+                &[settings.gateway.endpoint.port],
+                &[settings.mcp.endpoint.port],
             ],
         )
     }
@@ -297,14 +297,14 @@ async fn nginx_passes_the_chat_stream_unbuffered_with_keepalives_and_resume() {
     let app = TestApp::spawn_chat(&Database::Sqlite, Llm::Scripted(script), |s| {
         // The public URLs are nginx's, as in docker-compose; the roles reach each other
         // directly.
-        s.issuer_internal_url = Some(s.backend.public_url.clone());
-        s.gateway_role.mcp_url = Some(s.mcp_resource());
-        s.backend.public_url = format!("http://127.0.0.1:{}", ports[0]);
-        s.gateway.public_url = format!("http://127.0.0.1:{}", ports[1]);
-        s.mcp.public_url = format!("http://127.0.0.1:{}", ports[2]);
+        s.identity.internal_url = Some(s.backend.endpoint.public_url.clone());
+        s.gateway.mcp_url = Some(s.mcp_resource());
+        s.backend.endpoint.public_url = format!("http://127.0.0.1:{}", ports[0]);
+        s.gateway.endpoint.public_url = format!("http://127.0.0.1:{}", ports[1]);
+        s.mcp.endpoint.public_url = format!("http://127.0.0.1:{}", ports[2]);
         s.trusted_proxies =
             TrustedProxies::parse(&["127.0.0.1".into()], ForwardedHeader::XForwardedFor).unwrap();
-        s.gateway_role.sse_keepalive = KEEPALIVE;
+        s.gateway.sse_keepalive = KEEPALIVE;
     })
     .await;
     let nginx = Nginx::start(ports, &app);

@@ -325,7 +325,7 @@ fn received(seen: &Mutex<Vec<Option<String>>>) -> Vec<TraceContext> {
 async fn a_tool_calls_trace_reaches_the_backend(database: &Database) {
     let (backend, seen) = recording_backend().await;
     let app = TestApp::spawn_with(database, |settings| {
-        settings.mcp_role.backend_url = backend;
+        settings.mcp.backend_url = backend;
     })
     .await;
     let token = app.token("maitred-gateway", &[]).await;
@@ -488,8 +488,8 @@ async fn handlers_read_the_requests_trace_context() {
 /// call and a fallback.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn the_gateway_counts_answers_models_and_tools() {
-    use maitred::gateway::config::FallbackConfig;
     use maitred::scripted_llm::{Script, ToolCallSpec, Turn};
+    use maitred::settings::gateway_file::FallbackConfig;
 
     let script = Script::new([
         Turn::status(500),
@@ -499,8 +499,8 @@ async fn the_gateway_counts_answers_models_and_tools() {
         Turn::text("From the fallback."),
     ]);
     let app = TestApp::spawn_chat(&Database::Sqlite, Llm::Scripted(script), |s| {
-        let primary = s.gateway_role.llm.clone().unwrap();
-        s.gateway_role.file.fallbacks = vec![FallbackConfig {
+        let primary = s.gateway.llm.clone().unwrap();
+        s.gateway.file.fallbacks = vec![FallbackConfig {
             base_url: primary.base_url,
             model: "scripted-fallback".into(),
             api_key: None,
@@ -613,7 +613,7 @@ async fn a_questions_trace_reaches_the_backend_through_mcp() {
         Turn::text("The tables are unavailable."),
     ]);
     let app = TestApp::spawn_chat(&Database::Sqlite, Llm::Scripted(script), |s| {
-        s.mcp_role.backend_url = backend;
+        s.mcp.backend_url = backend;
     })
     .await;
     let token = app.chat_token().await;

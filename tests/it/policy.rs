@@ -4,8 +4,8 @@
 use std::collections::BTreeMap;
 use std::time::Duration;
 
-use maitred::gateway::config::RolePolicy;
 use maitred::scripted_llm::{Script, ToolCallSpec, Turn};
+use maitred::settings::gateway_file::RolePolicy;
 use serde_json::{Value, json};
 
 use crate::helpers::{Database, Llm, SseEvent, TestApp, own_mcp_server};
@@ -60,7 +60,7 @@ async fn a_role_policy_hides_tools_and_refuses_them_if_called_anyway() {
     ]);
     let app = TestApp::spawn_chat(&Database::Sqlite, Llm::Scripted(script), |s| {
         // Client-credentials callers have no role: the "*" policy is theirs.
-        s.gateway_role.file.policy = BTreeMap::from([(
+        s.gateway.file.policy = BTreeMap::from([(
             "*".to_owned(),
             RolePolicy {
                 write_tools: false,
@@ -109,7 +109,7 @@ async fn a_read_only_server_is_never_sent_a_write_call() {
     let app = TestApp::spawn_chat(&Database::Sqlite, Llm::Scripted(script), |s| {
         let mut server = own_mcp_server(s, "resos");
         server.read_only = true;
-        s.gateway_role.file.mcp_servers = vec![server];
+        s.gateway.file.mcp_servers = vec![server];
     })
     .await;
     let token = app.chat_token().await;
@@ -163,8 +163,8 @@ async fn per_person_limits_refuse_with_retry_after_and_store_nothing() {
         Turn::text("four"),
     ]);
     let app = TestApp::spawn_chat(&Database::Sqlite, Llm::Scripted(script), |s| {
-        s.gateway_role.file.limits.concurrent_generations = 1;
-        s.gateway_role.file.limits.requests_per_minute = 3;
+        s.gateway.file.limits.concurrent_generations = 1;
+        s.gateway.file.limits.requests_per_minute = 3;
     })
     .await;
     let token = app.chat_token().await;
@@ -225,7 +225,7 @@ async fn tool_calls_past_the_per_question_cap_are_refused() {
     let calls = (0..3).map(|i| ToolCallSpec::new(format!("c{i}"), "resos__getTables", "{}"));
     let script = Script::new([Turn::tool_calls(calls), Turn::text("Enough tables.")]);
     let app = TestApp::spawn_chat(&Database::Sqlite, Llm::Scripted(script), |s| {
-        s.gateway_role.file.limits.tool_calls_per_question = 2;
+        s.gateway.file.limits.tool_calls_per_question = 2;
     })
     .await;
     let token = app.chat_token().await;

@@ -27,7 +27,7 @@ async fn token_attempts(app: &TestApp, forwarded_for: &[&str]) -> Vec<u16> {
 async fn the_auth_rate_limit_is_per_forwarded_client_only_behind_a_trusted_proxy() {
     // One request a minute, a burst of five: the sixth from one address is refused.
     let behind_proxy = TestApp::spawn_with(&Database::Sqlite, |s| {
-        s.auth_rate_limit_per_minute = 1;
+        s.identity.rate_limit_per_minute = 1;
         s.trusted_proxies =
             TrustedProxies::parse(&["127.0.0.1".into()], ForwardedHeader::XForwardedFor).unwrap();
     })
@@ -49,7 +49,7 @@ async fn the_auth_rate_limit_is_per_forwarded_client_only_behind_a_trusted_proxy
     // With no trusted proxy, a client rotating X-Forwarded-For is one address (which
     // the roles' own token requests at start-up share: it may be refused earlier).
     let direct = TestApp::spawn_with(&Database::Sqlite, |s| {
-        s.auth_rate_limit_per_minute = 1;
+        s.identity.rate_limit_per_minute = 1;
     })
     .await;
     let spoofed = [

@@ -3,8 +3,8 @@
 
 use std::time::Duration;
 
-use maitred::gateway::tools::config::ServerConfig;
 use maitred::scripted_llm::{Script, ToolCallSpec, Turn};
+use maitred::settings::mcp_servers::ServerConfig;
 use serde_json::{Value, json};
 
 use crate::browser::{Browser, SignedIn};
@@ -90,7 +90,7 @@ async fn sign_in_returns_only_to_the_gateways_own_pages() {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn over_https_the_login_cookies_are_host_only_and_secure() {
     let app = TestApp::spawn_with(&Database::Sqlite, |s| {
-        s.gateway.public_url = format!("https://127.0.0.1:{}", s.gateway.port);
+        s.gateway.endpoint.public_url = format!("https://127.0.0.1:{}", s.gateway.endpoint.port);
     })
     .await;
     let login = Browser::new()
@@ -131,7 +131,7 @@ async fn flooding_the_identity_provider_signs_nobody_out() {
     // Ten a minute: a burst of five, then one every six seconds, so the flood keeps
     // the budget spent however slowly this machine runs it.
     let app = TestApp::spawn_with(&Database::Sqlite, |s| {
-        s.auth_rate_limit_per_minute = 10;
+        s.identity.rate_limit_per_minute = 10;
     })
     .await;
     let SignedIn { browser, .. } = Browser::new().sign_in(&app, "user").await;
@@ -179,7 +179,7 @@ async fn flooding_the_identity_provider_signs_nobody_out() {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn the_gateways_sign_in_endpoints_are_rate_limited_per_address() {
     let app = TestApp::spawn_with(&Database::Sqlite, |s| {
-        s.auth_rate_limit_per_minute = 10;
+        s.identity.rate_limit_per_minute = 10;
     })
     .await;
     let browser = Browser::new();
@@ -298,7 +298,7 @@ async fn by_default_users_cannot_write_and_operators_write_with_approval() {
 
 /// A server whose annotations call a tool read-only: believed only when the operator
 /// trusts the server; otherwise every call waits for approval.
-fn third_party(app_settings: &maitred::config::Settings) -> ServerConfig {
+fn third_party(app_settings: &maitred::settings::Settings) -> ServerConfig {
     let mut server = own_mcp_server(app_settings, "thirdparty");
     server.trust_annotations = false;
     server
@@ -312,7 +312,7 @@ async fn ask_for_tables(tweak: impl FnOnce(&mut ServerConfig)) -> Vec<SseEvent> 
     let app = TestApp::spawn_chat(&Database::Sqlite, Llm::Scripted(script), |s| {
         let mut server = third_party(s);
         tweak(&mut server);
-        s.gateway_role.file.mcp_servers = vec![server];
+        s.gateway.file.mcp_servers = vec![server];
     })
     .await;
     let token = app.chat_token().await;

@@ -6,9 +6,9 @@ use std::sync::{Arc, Mutex};
 
 use base64::Engine;
 use base64::engine::general_purpose::URL_SAFE_NO_PAD;
-use maitred::config::Settings;
 use maitred::identity::dev::DevCredentials;
 use maitred::identity::{ClientConfig, Grant};
+use maitred::settings::Settings;
 use secrecy::SecretString;
 use serde_json::Value;
 use sha2::{Digest, Sha256};
@@ -35,7 +35,7 @@ fn with_partner(settings: &mut Settings) {
         audiences: vec!["gateway".into(), "mcp".into()],
         redirect_uris: vec![PARTNER_REDIRECT.into()],
     });
-    settings.file.identity = identity;
+    settings.identity.file = identity;
 }
 
 /// A browser-like client: keeps cookies, never follows redirects.
@@ -170,7 +170,7 @@ async fn a_flood_from_one_address_does_not_lock_out_clients_that_prove_themselve
     database: &Database,
 ) {
     // Five at once, then one a minute: nothing is refilled while the test runs.
-    let app = TestApp::spawn_with(database, |s| s.auth_rate_limit_per_minute = 1).await;
+    let app = TestApp::spawn_with(database, |s| s.identity.rate_limit_per_minute = 1).await;
 
     // The attack: unauthenticated requests from this address until it is refused.
     let mut flood = Vec::new();
@@ -299,7 +299,10 @@ async fn pkce_is_required_and_cannot_be_downgraded() {
         ),
         (
             WEB,
-            format!("{}/login/callback", app.settings.gateway.public_url),
+            format!(
+                "{}/login/callback",
+                app.settings.gateway.endpoint.public_url
+            ),
             None,
         ),
     ] {
@@ -436,7 +439,7 @@ async fn local_state_is_private_to_the_service_user() {
     let app = TestApp::spawn_with(&Database::Sqlite, |s| {
         // A data directory that does not exist yet, as on a first start.
         let fresh = s.data_dir.join("fresh").join("state");
-        s.database_url = maitred::config::sqlite_url(&fresh.join("maitred.db"));
+        s.database_url = maitred::settings::sqlite_url(&fresh.join("maitred.db")).into();
         s.data_dir = fresh.clone();
         data_dir = Some(fresh);
     })
@@ -511,7 +514,10 @@ async fn a_failed_sign_in_does_not_log_what_was_typed() {
 
     let app = TestApp::spawn(&Database::Sqlite).await;
     let (_, challenge) = pkce();
-    let redirect = format!("{}/login/callback", app.settings.gateway.public_url);
+    let redirect = format!(
+        "{}/login/callback",
+        app.settings.gateway.endpoint.public_url
+    );
     let response = sign_in(
         &app,
         WEB,

@@ -83,7 +83,7 @@ async fn two_viewers_of_one_generation_see_the_same_events() {
 async fn an_answer_nobody_watches_is_cancelled_after_the_grace_period_and_its_upstream_closed() {
     let script = Script::new([Turn::text_fragments(words(400)).paced(Duration::from_millis(25))]);
     let app = TestApp::spawn_chat(&Database::Sqlite, Llm::Scripted(script), |s| {
-        s.gateway_role.stream_grace = Duration::from_millis(400);
+        s.gateway.stream_grace = Duration::from_millis(400);
     })
     .await;
     let token = app.chat_token().await;

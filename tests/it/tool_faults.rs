@@ -41,8 +41,8 @@ async fn the_breaker_opens_after_failures_and_closes_when_the_server_returns() {
         &Database::Sqlite,
         Llm::Scripted(tables_then_answer(5)),
         |s| {
-            s.gateway_role.file.resilience.breaker_failures = 2;
-            s.gateway_role.file.resilience.breaker_cooldown_secs = 1.0;
+            s.gateway.file.resilience.breaker_failures = 2;
+            s.gateway.file.resilience.breaker_cooldown = Duration::from_secs_f64(1.0);
         },
     )
     .await;
@@ -170,7 +170,7 @@ async fn a_revoked_mcp_token_is_refreshed_once_and_the_call_retried() {
         Llm::Scripted(tables_then_answer(2)),
         |s| {
             *proxy.target.lock().unwrap() = s.mcp_resource();
-            s.gateway_role.mcp_url = Some(proxy_url.clone());
+            s.gateway.mcp_url = Some(proxy_url.clone());
         },
     )
     .await;

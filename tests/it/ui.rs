@@ -21,7 +21,7 @@ async fn app_with_ui() -> (TestApp, tempfile::TempDir) {
     std::fs::write(ui.path().join("favicon.svg"), "<svg/>").expect("icon");
     let dir = ui.path().to_owned();
     let app = TestApp::spawn_with(&Database::Sqlite, move |settings| {
-        settings.gateway_role.ui_dir = Some(dir);
+        settings.gateway.ui_dir = Some(dir);
     })
     .await;
     (app, ui)
@@ -164,7 +164,7 @@ async fn the_not_built_page_is_hardened_too() {
     let empty = tempfile::tempdir().expect("temp dir");
     let dir = empty.path().to_owned();
     let app = TestApp::spawn_with(&Database::Sqlite, move |settings| {
-        settings.gateway_role.ui_dir = Some(dir);
+        settings.gateway.ui_dir = Some(dir);
     })
     .await;
     let response = app

@@ -4,8 +4,8 @@
 
 use std::time::Duration;
 
-use maitred::gateway::config::FallbackConfig;
 use maitred::scripted_llm::{Script, Turn};
+use maitred::settings::gateway_file::FallbackConfig;
 use serde_json::Value;
 
 use crate::helpers::{Database, Llm, SseEvent, TestApp, answer};
@@ -48,8 +48,8 @@ async fn a_rate_limit_with_retry_after_goes_to_the_fallback_model() {
         Turn::text("The fallback answers."),
     ]);
     let app = TestApp::spawn_chat(&Database::Sqlite, Llm::Scripted(script), |s| {
-        let primary = s.gateway_role.llm.clone().unwrap();
-        s.gateway_role.file.fallbacks = vec![FallbackConfig {
+        let primary = s.gateway.llm.clone().unwrap();
+        s.gateway.file.fallbacks = vec![FallbackConfig {
             base_url: primary.base_url,
             model: "scripted-fallback".into(),
             api_key: Some("fallback-key".into()),
@@ -125,8 +125,8 @@ async fn a_cut_after_tokens_were_sent_is_not_retried_and_ends_with_an_error() {
 async fn a_model_that_sends_no_first_token_times_out_and_its_requests_are_closed() {
     let script = Script::repeat(Turn::text("never").hang());
     let app = TestApp::spawn_chat(&Database::Sqlite, Llm::Scripted(script), |s| {
-        s.gateway_role.file.resilience.first_token_timeout_secs = 0.5;
-        s.gateway_role.file.resilience.retries = 1;
+        s.gateway.file.resilience.first_token_timeout = Duration::from_secs_f64(0.5);
+        s.gateway.file.resilience.retries = 1;
     })
     .await;
     let token = app.chat_token().await;
@@ -144,8 +144,8 @@ async fn a_stall_between_tokens_ends_the_answer_with_a_timeout() {
         Turn::text_fragments(["Quick, ", "then ", "slow"]).paced(Duration::from_secs(3))
     ]);
     let app = TestApp::spawn_chat(&Database::Sqlite, Llm::Scripted(script), |s| {
-        s.gateway_role.file.resilience.first_token_timeout_secs = 10.0;
-        s.gateway_role.file.resilience.inter_token_timeout_secs = 1.0;
+        s.gateway.file.resilience.first_token_timeout = Duration::from_secs_f64(10.0);
+        s.gateway.file.resilience.inter_token_timeout = Duration::from_secs_f64(1.0);
     })
     .await;
     let token = app.chat_token().await;

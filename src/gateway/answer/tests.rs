@@ -19,7 +19,6 @@ use super::ports::{
 use super::{Answer, Answerer, Limits, Recorder};
 use crate::gateway::auth::{ChatUser, Via};
 use crate::gateway::chat::events::ChatEvent;
-use crate::gateway::config::Resilience;
 use crate::gateway::ids::{
     CallStatus, ConversationId, MessageId, MessageStatus, Subject, ToolCallId,
 };
@@ -31,6 +30,7 @@ use crate::gateway::metrics::GatewayMetrics;
 use crate::gateway::tools::policy::ToolPolicy;
 use crate::gateway::tools::{CallContext, CallOutcome, Catalogue, RegisteredTool};
 use crate::metrics::Metrics;
+use crate::settings::gateway_file::Resilience;
 use crate::trace_context::TraceContext;
 
 /// Each request gets the next turn of events.

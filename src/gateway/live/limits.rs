@@ -15,10 +15,10 @@ use tokio::sync::Semaphore;
 use governor::clock::{Clock, DefaultClock};
 use governor::{DefaultKeyedRateLimiter, Quota, RateLimiter};
 
-use crate::gateway::config::{Limits, Resilience};
 use crate::gateway::error::GatewayError;
 use crate::gateway::ids::Subject;
 use crate::gateway::llm::ModelError;
+use crate::settings::gateway_file::{Limits, Resilience};
 
 /// Past this many tracked people, idle ones are forgotten.
 const MAX_TRACKED: usize = 10_000;

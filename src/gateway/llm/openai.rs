@@ -11,6 +11,7 @@ use async_openai::error::OpenAIError;
 use async_openai::middleware::HttpRequestFactory;
 use futures::StreamExt;
 use futures::future::BoxFuture;
+use secrecy::ExposeSecret;
 use serde::Deserialize;
 use serde_json::{Value, json};
 
@@ -18,7 +19,7 @@ use super::text_calls::{self, ToolCallMode};
 use super::{
     ChatModel, ChatRequest, EventStream, FinishReason, Message, ModelError, ModelEvent, Usage,
 };
-use crate::config::LlmSettings;
+use crate::settings::LlmSettings;
 
 pub struct OpenAiModel {
     client: Client<OpenAIConfig>,
@@ -90,7 +91,13 @@ impl OpenAiModel {
     pub fn new(http: reqwest::Client, settings: LlmSettings) -> Self {
         let config = OpenAIConfig::new()
             .with_api_base(settings.base_url.clone())
-            .with_api_key(settings.api_key.clone().unwrap_or_default());
+            .with_api_key(
+                settings
+                    .api_key
+                    .as_ref()
+                    .map(|key| key.expose_secret().to_owned())
+                    .unwrap_or_default(),
+            );
         // Our own transport instead of async-openai's default, which retries 429s and
         // 5xx by itself: retrying is the gateway's decision (it must not repeat a
         // request once tokens reached the user), and it needs Retry-After to decide.

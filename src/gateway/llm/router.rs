@@ -13,8 +13,8 @@ use std::time::Duration;
 use futures::StreamExt;
 
 use super::{ChatModel, ChatRequest, EventStream, ModelError, ModelEvent};
-use crate::gateway::config::Resilience;
 use crate::gateway::live::{ModelLimits, ModelPermit};
+use crate::settings::gateway_file::Resilience;
 
 pub struct ModelRouter {
     candidates: Vec<Candidate>,
@@ -131,7 +131,7 @@ impl ModelRouter {
                 ModelError::RateLimited { .. } if has_fallback => return Err(error),
                 ModelError::RateLimited { retry_after } => {
                     let wait = retry_after.unwrap_or_else(|| self.backoff(attempt));
-                    if wait > Resilience::secs(self.policy.max_retry_after_secs) {
+                    if wait > self.policy.max_retry_after {
                         return Err(error);
                     }
                     wait
@@ -140,7 +140,7 @@ impl ModelRouter {
                     retry_after: Some(wait),
                     ..
                 } if is_transient(&error) => {
-                    if *wait > Resilience::secs(self.policy.max_retry_after_secs) {
+                    if *wait > self.policy.max_retry_after {
                         return Err(error);
                     }
                     (*wait).max(self.backoff(attempt))
@@ -166,7 +166,7 @@ impl ModelRouter {
         request: ChatRequest,
     ) -> Result<Opened, ModelError> {
         let permit = self.slot(candidate).await?;
-        let first_token = Resilience::secs(self.policy.first_token_timeout_secs);
+        let first_token = self.policy.first_token_timeout;
         let started = tokio::time::timeout(first_token, async {
             let mut stream = candidate.model.stream(request).await?;
             let first = stream.next().await;
@@ -176,7 +176,7 @@ impl ModelRouter {
         .map_err(|_| {
             ModelError::Timeout(format!(
                 "no first token within {} s",
-                self.policy.first_token_timeout_secs
+                self.policy.first_token_timeout.as_secs_f64()
             ))
         })??;
         let first = match started.1 {
@@ -188,7 +188,7 @@ impl ModelRouter {
                 ));
             }
         };
-        let gap = Resilience::secs(self.policy.inter_token_timeout_secs);
+        let gap = self.policy.inter_token_timeout;
         Ok(Opened {
             model: candidate.model.name().to_owned(),
             stream: guarded(first, started.0, gap, permit),
@@ -197,7 +197,7 @@ impl ModelRouter {
 
     /// Waits (within the bound) for the model's concurrency and rate limits.
     async fn slot(&self, candidate: &Candidate) -> Result<ModelPermit, ModelError> {
-        let wait = Resilience::secs(self.policy.model_wait_secs);
+        let wait = self.policy.model_wait;
         self.limits.acquire(candidate.model.name(), wait).await
     }
 
@@ -206,11 +206,11 @@ impl ModelRouter {
     fn backoff(&self, attempt: u32) -> Duration {
         let base = self
             .policy
-            .backoff_ms
+            .backoff
             .saturating_mul(1 << attempt.min(16))
-            .min(self.policy.backoff_max_ms);
+            .min(self.policy.backoff_max);
         let jitter = 0.6 + crate::random::fraction() * 0.4;
-        Duration::from_millis((base as f64 * jitter) as u64)
+        base.mul_f64(jitter)
     }
 }
 

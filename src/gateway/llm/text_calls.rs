@@ -18,18 +18,7 @@ use super::{EventStream, FinishReason, ModelEvent, ToolCall, ToolDef};
 /// Past this much held text, an answer is an answer.
 const MAX_HELD: usize = 32 * 1024;
 
-/// How a model's tool calls are read (`tool_calls` per model in the gateway config).
-#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, serde::Deserialize, clap::ValueEnum)]
-#[serde(rename_all = "lowercase")]
-pub enum ToolCallMode {
-    /// Native `tool_calls` deltas, and text that is one call naming an offered tool.
-    #[default]
-    Auto,
-    /// Native `tool_calls` deltas only.
-    Native,
-    /// The tools are described in the system prompt; calls come as text.
-    Text,
-}
+pub use crate::settings::ToolCallMode;
 
 /// Could `text`, so far, still turn out to be a tool call?
 pub fn could_be_call(text: &str) -> bool {

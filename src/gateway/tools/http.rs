@@ -13,11 +13,13 @@ use rmcp::transport::streamable_http_client::{
 };
 use sse_stream::{Error as SseError, Sse};
 
+use secrecy::ExposeSecret;
+
 use crate::oauth_client::TokenSource;
 
 pub enum Credentials {
     Anonymous,
-    Static(String),
+    Static(secrecy::SecretString),
     Issued(Box<TokenSource>),
 }
 
@@ -25,7 +27,7 @@ impl Credentials {
     async fn token(&self) -> Result<Option<String>, String> {
         match self {
             Credentials::Anonymous => Ok(None),
-            Credentials::Static(token) => Ok(Some(token.clone())),
+            Credentials::Static(token) => Ok(Some(token.expose_secret().to_owned())),
             Credentials::Issued(source) => {
                 source.token().await.map(Some).map_err(|e| format!("{e:#}"))
             }

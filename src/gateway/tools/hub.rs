@@ -18,13 +18,13 @@ use serde_json::Value;
 use tokio::sync::{Mutex, RwLock};
 
 use super::breaker::{self, Breaker};
-use super::config::{AuthConfig, ServerConfig, secret};
 use super::http::{AuthedHttp, Credentials};
 use super::schema;
-use crate::gateway::config::Resilience;
 use crate::gateway::llm::ToolDef;
 use crate::issuer::Issuer;
 use crate::oauth_client::{ClientCredentials, TokenFetchLabels, TokenSource};
+use crate::settings::gateway_file::Resilience;
+use crate::settings::mcp_servers::{AuthConfig, ServerConfig, secret};
 use prometheus_client::metrics::counter::Counter;
 use prometheus_client::metrics::family::Family;
 
@@ -176,9 +176,9 @@ impl Server {
                 legacy_version: Some(ProtocolVersion::V_2025_11_25),
             },
         );
-        let connection = tokio::time::timeout(self.config.timeout(), connect)
+        let connection = tokio::time::timeout(self.config.timeout, connect)
             .await
-            .map_err(|_| format!("no answer within {} s", self.config.timeout_secs))?
+            .map_err(|_| format!("no answer within {} s", self.config.timeout.as_secs_f64()))?
             .map_err(|e| format!("{e}"))?;
         let connection = Arc::new(connection);
         *slot = Some(connection.clone());
@@ -246,7 +246,7 @@ impl ToolHub {
                 breaker: Breaker::new(
                     &config.name,
                     resilience.breaker_failures,
-                    Resilience::secs(resilience.breaker_cooldown_secs),
+                    resilience.breaker_cooldown,
                 ),
                 http: AuthedHttp::new(http.clone(), credentials),
                 config,
@@ -344,12 +344,12 @@ impl ToolHub {
 
     async fn list(server: &Server) -> Result<Vec<Arc<RegisteredTool>>, String> {
         let connection = server.connection().await?;
-        let tools = tokio::time::timeout(server.config.timeout(), connection.list_all_tools())
+        let tools = tokio::time::timeout(server.config.timeout, connection.list_all_tools())
             .await
             .map_err(|_| {
                 format!(
                     "tools/list took longer than {} s",
-                    server.config.timeout_secs
+                    server.config.timeout.as_secs_f64()
                 )
             })?
             .map_err(|e| e.to_string())?;
@@ -449,11 +449,12 @@ impl ToolHub {
         let mut params = CallToolRequestParams::new(tool.tool.clone()).with_arguments(arguments);
         params.meta = Some(meta);
         let answer =
-            tokio::time::timeout(server.config.timeout(), connection.call_tool(params)).await;
+            tokio::time::timeout(server.config.timeout, connection.call_tool(params)).await;
         match answer {
             Err(_) => CallOutcome::Unavailable(format!(
                 "{} did not answer within {} s",
-                tool.server, server.config.timeout_secs
+                tool.server,
+                server.config.timeout.as_secs_f64()
             )),
             Ok(Ok(result)) => {
                 let text: String = result

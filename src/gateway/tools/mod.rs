@@ -2,7 +2,6 @@
 //! offered to the model, and calling them.
 
 pub mod breaker;
-pub mod config;
 mod http;
 mod hub;
 pub mod policy;

@@ -5,9 +5,9 @@
 
 use std::collections::BTreeMap;
 
-use super::config::wildcard as matches;
 use super::hub::RegisteredTool;
-use crate::gateway::config::RolePolicy;
+use crate::settings::gateway_file::RolePolicy;
+use crate::settings::mcp_servers::wildcard as matches;
 
 #[derive(Debug, Clone, Default)]
 pub struct ToolPolicy {

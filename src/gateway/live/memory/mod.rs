@@ -23,10 +23,10 @@ use super::{
 use crate::db::Db;
 use crate::gateway::answer::ports::AnswerRef;
 use crate::gateway::chat::store::Store;
-use crate::gateway::config::{Limits, Resilience};
 use crate::gateway::error::GatewayError;
 use crate::gateway::ids::{MessageId, Subject};
 use crate::gateway::metrics::GatewayMetrics;
+use crate::settings::gateway_file::{Limits, Resilience};
 use log::{Append, EventLog};
 
 /// How long a finished answer's events stay in memory for late viewers (the

@@ -14,11 +14,11 @@ use redis::aio::ConnectionManager;
 use tokio::sync::mpsc;
 
 use super::keys::Keys;
-use crate::gateway::config::{Limits, Resilience};
 use crate::gateway::error::GatewayError;
 use crate::gateway::ids::{MessageId, Subject};
 use crate::gateway::live::{ModelLimits, ModelPermit};
 use crate::gateway::llm::ModelError;
+use crate::settings::gateway_file::{Limits, Resilience};
 
 /// Admits one more running thing to `KEYS[1]` (at most `ARGV[4]`), within the rate
 /// of `KEYS[2]` (one per `ARGV[5]` ms, `ARGV[6]` at once; 0: no rate). Returns

@@ -28,10 +28,10 @@ use super::{
 };
 use crate::gateway::answer::ports::AnswerRef;
 use crate::gateway::chat::store::Store;
-use crate::gateway::config::{Limits, Resilience};
 use crate::gateway::error::GatewayError;
 use crate::gateway::ids::{MessageId, Subject};
 use crate::gateway::metrics::GatewayMetrics;
+use crate::settings::gateway_file::{Limits, Resilience};
 use hub::Hub;
 use keys::Keys;
 use limits::RedisLimits;
@@ -41,13 +41,7 @@ const MAX_EVENTS: usize = 100_000;
 /// Tries of one batch before its answers are given up as failed.
 const WRITE_TRIES: u32 = 3;
 
-/// How a replica reaches Redis.
-#[derive(Debug, Clone)]
-pub struct RedisSettings {
-    pub url: String,
-    /// Every key and channel starts with it, so deployments can share a Redis.
-    pub prefix: String,
-}
+pub use crate::settings::RedisSettings;
 
 struct Append {
     answer: AnswerRef,
@@ -81,7 +75,7 @@ impl RedisLive {
         tasks: TaskTracker,
         stop: CancellationToken,
     ) -> anyhow::Result<Arc<Self>> {
-        let client = redis::Client::open(settings.url.as_str())
+        let client = redis::Client::open(secrecy::ExposeSecret::expose_secret(&settings.url))
             .map_err(|e| anyhow::anyhow!("MAITRED_REDIS_URL: {e}"))?;
         let conn = client
             .get_connection_manager()

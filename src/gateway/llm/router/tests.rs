@@ -225,14 +225,16 @@ async fn exhausted_retries_fall_back_and_say_so() {
 #[tokio::test(start_paused = true)]
 async fn a_silent_model_times_out_before_the_first_token_and_is_retried() {
     let primary = Fake::new("a", vec![Answer::Silent, text(&["late"])]);
-    let router = routed(vec![primary], |p| p.first_token_timeout_secs = 5.0);
+    let router = routed(vec![primary], |p| {
+        p.first_token_timeout = Duration::from_secs_f64(5.0)
+    });
     let (result, notes) = ask(&router).await;
     assert_eq!(result.unwrap().1, "late");
     assert_eq!(notes, ["retry a #1"]);
 
     let silent = Fake::new("a", vec![Answer::Silent]);
     let router = routed(vec![silent], |p| {
-        p.first_token_timeout_secs = 5.0;
+        p.first_token_timeout = Duration::from_secs_f64(5.0);
         p.retries = 0;
     });
     let (result, _) = ask(&router).await;
@@ -253,8 +255,8 @@ async fn a_stall_between_tokens_ends_the_stream_with_a_timeout() {
         )],
     );
     let router = routed(vec![slow.clone()], |p| {
-        p.first_token_timeout_secs = 60.0;
-        p.inter_token_timeout_secs = 2.0;
+        p.first_token_timeout = Duration::from_secs_f64(60.0);
+        p.inter_token_timeout = Duration::from_secs_f64(2.0);
     });
     let (result, notes) = ask(&router).await;
     assert!(matches!(result, Err(ModelError::Timeout(_))));
@@ -271,8 +273,8 @@ async fn requests_over_the_concurrency_limit_wait_and_then_give_up() {
     );
     let router = routed(vec![model], |p| {
         p.model_concurrency = 1;
-        p.model_wait_secs = 1.0;
-        p.first_token_timeout_secs = 600.0;
+        p.model_wait = Duration::from_secs_f64(1.0);
+        p.first_token_timeout = Duration::from_secs_f64(600.0);
         p.retries = 0;
     });
     // The first request holds the only slot until its stream is dropped.
@@ -303,7 +305,7 @@ async fn over_the_requests_per_minute_limit_a_request_waits_within_its_bound() {
     let model = Fake::new("a", vec![text(&["1"]), text(&["2"])]);
     let router = routed(vec![model.clone()], |p| {
         p.model_requests_per_minute = Some(1);
-        p.model_wait_secs = 0.3;
+        p.model_wait = Duration::from_secs_f64(0.3);
     });
     assert!(ask(&router).await.0.is_ok());
     let started = std::time::Instant::now();
@@ -333,7 +335,10 @@ async fn a_503_that_says_when_to_come_back_is_retried_no_sooner() {
     assert!(started.elapsed() >= Duration::from_secs(4));
 
     let model = Fake::new("a", vec![busy()]);
-    let (result, notes) = ask(&routed(vec![model], |p| p.max_retry_after_secs = 2.0)).await;
+    let (result, notes) = ask(&routed(vec![model], |p| {
+        p.max_retry_after = Duration::from_secs_f64(2.0)
+    }))
+    .await;
     assert!(matches!(
         result,
         Err(ModelError::Upstream { status: 503, .. })

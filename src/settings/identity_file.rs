@@ -1,15 +1,38 @@
-//! Users and clients as an operator writes them in the config file.
+//! Users and clients of the built-in identity provider, as an operator writes them in
+//! the config file (`MAITRED_CONFIG`, under `[[identity.users]]` and
+//! `[[identity.clients]]`).
 
+use std::path::Path;
+
+use anyhow::Context;
 use secrecy::SecretString;
 use serde::Deserialize;
 
+/// The config file: only its `[identity]` part exists today.
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields)]
+struct ConfigFile {
+    #[serde(default)]
+    identity: IdentityFile,
+}
+
 #[derive(Debug, Clone, Default, Deserialize)]
 #[serde(deny_unknown_fields)]
-pub struct IdentityConfig {
+pub struct IdentityFile {
     #[serde(default)]
     pub users: Vec<UserConfig>,
     #[serde(default)]
     pub clients: Vec<ClientConfig>,
+}
+
+impl IdentityFile {
+    pub fn load(path: &Path) -> anyhow::Result<Self> {
+        let text = std::fs::read_to_string(path)
+            .with_context(|| format!("reading config file {}", path.display()))?;
+        let file: ConfigFile = toml::from_str(&text)
+            .with_context(|| format!("parsing config file {}", path.display()))?;
+        Ok(file.identity)
+    }
 }
 
 #[derive(Debug, Clone, Deserialize)]

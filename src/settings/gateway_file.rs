@@ -38,8 +38,8 @@ use std::time::Duration;
 use anyhow::Context;
 use serde::Deserialize;
 
-use super::tools::config::{ServerConfig, check_servers, secret};
-use crate::config::LlmSettings;
+use super::mcp_servers::{ServerConfig, check_servers, secret};
+use super::{LlmSettings, span};
 
 #[derive(Debug, Clone, Deserialize)]
 #[serde(deny_unknown_fields)]
@@ -76,59 +76,95 @@ fn default_policy() -> BTreeMap<String, RolePolicy> {
 pub struct FallbackConfig {
     pub base_url: String,
     pub model: String,
-    pub api_key: Option<String>,
+    pub api_key: Option<secrecy::SecretString>,
     pub api_key_env: Option<String>,
     /// `auto` (the default), `native` or `text`: how its tool calls are read.
     #[serde(default)]
     pub tool_calls: crate::gateway::llm::text_calls::ToolCallMode,
 }
 
+/// Durations are seconds (`_secs` keys) or milliseconds (`_ms`), or, under the name
+/// without the suffix, humantime text (`first_token_timeout = "90s"`).
 #[derive(Debug, Clone, Deserialize)]
 #[serde(default, deny_unknown_fields)]
 pub struct Resilience {
     /// Retries per model on connection errors and 5xx, before the first token only.
     pub retries: u32,
-    pub backoff_ms: u64,
-    pub backoff_max_ms: u64,
+    #[serde(
+        rename = "backoff_ms",
+        alias = "backoff",
+        deserialize_with = "span::millis"
+    )]
+    pub backoff: Duration,
+    #[serde(
+        rename = "backoff_max_ms",
+        alias = "backoff_max",
+        deserialize_with = "span::millis"
+    )]
+    pub backoff_max: Duration,
     /// Longest Retry-After waited for on a 429 when no fallback is left.
-    pub max_retry_after_secs: f64,
-    pub first_token_timeout_secs: f64,
-    pub inter_token_timeout_secs: f64,
+    #[serde(
+        rename = "max_retry_after_secs",
+        alias = "max_retry_after",
+        deserialize_with = "span::deserialize"
+    )]
+    pub max_retry_after: Duration,
+    #[serde(
+        rename = "first_token_timeout_secs",
+        alias = "first_token_timeout",
+        deserialize_with = "span::deserialize"
+    )]
+    pub first_token_timeout: Duration,
+    #[serde(
+        rename = "inter_token_timeout_secs",
+        alias = "inter_token_timeout",
+        deserialize_with = "span::deserialize"
+    )]
+    pub inter_token_timeout: Duration,
     /// Requests one model may have open at once; more wait their turn.
     pub model_concurrency: usize,
     /// Requests per minute to one model (none: unlimited); over it, requests wait.
     pub model_requests_per_minute: Option<u32>,
     /// Longest a request waits for a concurrency or rate-limit slot.
-    pub model_wait_secs: f64,
+    #[serde(
+        rename = "model_wait_secs",
+        alias = "model_wait",
+        deserialize_with = "span::deserialize"
+    )]
+    pub model_wait: Duration,
     /// Consecutive failures of an MCP server that open its circuit breaker.
     pub breaker_failures: u32,
-    pub breaker_cooldown_secs: f64,
+    #[serde(
+        rename = "breaker_cooldown_secs",
+        alias = "breaker_cooldown",
+        deserialize_with = "span::deserialize"
+    )]
+    pub breaker_cooldown: Duration,
     /// At shutdown, how long running answers may take to finish.
-    pub shutdown_grace_secs: f64,
+    #[serde(
+        rename = "shutdown_grace_secs",
+        alias = "shutdown_grace",
+        deserialize_with = "span::deserialize"
+    )]
+    pub shutdown_grace: Duration,
 }
 
 impl Default for Resilience {
     fn default() -> Self {
         Self {
             retries: 2,
-            backoff_ms: 250,
-            backoff_max_ms: 4000,
-            max_retry_after_secs: 20.0,
-            first_token_timeout_secs: 60.0,
-            inter_token_timeout_secs: 60.0,
+            backoff: Duration::from_millis(250),
+            backoff_max: Duration::from_secs(4),
+            max_retry_after: Duration::from_secs(20),
+            first_token_timeout: Duration::from_secs(60),
+            inter_token_timeout: Duration::from_secs(60),
             model_concurrency: 16,
             model_requests_per_minute: None,
-            model_wait_secs: 30.0,
+            model_wait: Duration::from_secs(30),
             breaker_failures: 3,
-            breaker_cooldown_secs: 30.0,
-            shutdown_grace_secs: 10.0,
+            breaker_cooldown: Duration::from_secs(30),
+            shutdown_grace: Duration::from_secs(10),
         }
-    }
-}
-
-impl Resilience {
-    pub fn secs(value: f64) -> Duration {
-        Duration::from_secs_f64(value.clamp(0.0, 86_400.0))
     }
 }
 
@@ -234,10 +270,21 @@ mod tests {
         let end = start + readme[start..].find("```").unwrap();
         let file: GatewayFile = toml::from_str(&readme[start..end]).unwrap();
         assert_eq!(file.fallbacks[0].model, "llama-3.3-70b-versatile");
-        assert_eq!(file.resilience.max_retry_after_secs, 20.0);
+        assert_eq!(file.resilience.max_retry_after, Duration::from_secs(20));
         assert_eq!(file.resilience.model_requests_per_minute, Some(0));
         assert_eq!(file.limits.concurrent_generations, 3);
         assert!(!file.policy["USER"].write_tools);
+    }
+
+    #[test]
+    fn durations_read_as_seconds_or_text() {
+        let file: GatewayFile = toml::from_str(
+            "[resilience]\nfirst_token_timeout_secs = 90\nbackoff_ms = 20\nshutdown_grace = \"1m\"\n",
+        )
+        .unwrap();
+        assert_eq!(file.resilience.first_token_timeout, Duration::from_secs(90));
+        assert_eq!(file.resilience.backoff, Duration::from_millis(20));
+        assert_eq!(file.resilience.shutdown_grace, Duration::from_secs(60));
     }
 
     #[test]

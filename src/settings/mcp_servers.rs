@@ -22,6 +22,7 @@
 use std::time::Duration;
 
 use anyhow::{Context, bail};
+use secrecy::SecretString;
 use serde::Deserialize;
 
 #[derive(Debug, Clone, Deserialize)]
@@ -33,8 +34,14 @@ pub struct ServerConfig {
     pub enabled: bool,
     #[serde(default)]
     pub read_only: bool,
-    #[serde(default = "default_timeout")]
-    pub timeout_secs: f64,
+    /// Seconds, or humantime text under `timeout`.
+    #[serde(
+        default = "default_timeout",
+        rename = "timeout_secs",
+        alias = "timeout",
+        deserialize_with = "super::span::deserialize"
+    )]
+    pub timeout: Duration,
     #[serde(default)]
     pub auth: AuthConfig,
     /// Whether the server's own `readOnlyHint` decides that a tool changes nothing.
@@ -58,12 +65,12 @@ pub enum AuthConfig {
     #[default]
     None,
     Bearer {
-        token: Option<String>,
+        token: Option<SecretString>,
         token_env: Option<String>,
     },
     ClientCredentials {
         client_id: String,
-        client_secret: Option<String>,
+        client_secret: Option<SecretString>,
         client_secret_env: Option<String>,
         #[serde(default)]
         scopes: Vec<String>,
@@ -78,15 +85,11 @@ fn yes() -> bool {
     true
 }
 
-fn default_timeout() -> f64 {
-    30.0
+fn default_timeout() -> Duration {
+    Duration::from_secs(30)
 }
 
 impl ServerConfig {
-    pub fn timeout(&self) -> Duration {
-        Duration::from_secs_f64(self.timeout_secs)
-    }
-
     /// Whether `tool` changes nothing: the operator's list first, then the server's
     /// annotation if the server is trusted; otherwise it is treated as a write.
     pub fn tool_is_read_only(&self, tool: &str, read_only_hint: Option<bool>) -> bool {
@@ -114,7 +117,7 @@ impl ServerConfig {
             );
         }
         url::Url::parse(&self.url).with_context(|| format!("MCP server {}: url", self.name))?;
-        if !(self.timeout_secs > 0.0 && self.timeout_secs <= 600.0) {
+        if self.timeout.is_zero() || self.timeout > Duration::from_secs(600) {
             bail!(
                 "MCP server {}: timeout_secs must be between 0 and 600",
                 self.name
@@ -145,10 +148,15 @@ pub fn wildcard(pattern: &str, name: &str) -> bool {
 }
 
 /// Reads a secret that is given inline or named by an environment variable.
-pub fn secret(inline: &Option<String>, env: &Option<String>, what: &str) -> anyhow::Result<String> {
+pub fn secret(
+    inline: &Option<SecretString>,
+    env: &Option<String>,
+    what: &str,
+) -> anyhow::Result<SecretString> {
     match (inline, env) {
         (Some(value), _) => Ok(value.clone()),
         (None, Some(name)) => std::env::var(name)
+            .map(SecretString::from)
             .with_context(|| format!("{what}: the environment variable {name} is not set")),
         (None, None) => bail!("{what}: give it inline or with an _env variable"),
     }

@@ -1,0 +1,32 @@
+//! Every default, once: the command line shows these in `--help` and the settings
+//! structs start from them, so the two can never disagree.
+
+use std::time::Duration;
+
+pub const DATA_DIR: &str = "data";
+pub const BIND: &str = "127.0.0.1";
+pub const BACKEND_PORT: u16 = 8080;
+pub const GATEWAY_PORT: u16 = 8081;
+pub const MCP_PORT: u16 = 8082;
+
+pub const BODY_LIMIT: usize = 64 * 1024;
+pub const AUTH_RATE_LIMIT_PER_MINUTE: u32 = 120;
+pub const ACCESS_TOKEN_TTL: Duration = Duration::from_secs(900);
+
+pub const MCP_BACKEND_TIMEOUT: Duration = Duration::from_secs(5);
+pub const MCP_CLIENT_ID: &str = "maitred-mcp";
+
+pub const LLM_MODEL: &str = "gpt-4o-mini";
+pub const MAX_ITERATIONS: u32 = 10;
+pub const TOOL_OUTPUT_CAP: usize = 16 * 1024;
+pub const APPROVAL_TIMEOUT: Duration = Duration::from_secs(300);
+pub const QUESTION_LIMIT: usize = 4000;
+pub const CONTEXT_BUDGET: usize = 24_000;
+pub const STREAM_GRACE: Duration = Duration::from_secs(30);
+pub const SSE_KEEPALIVE: Duration = Duration::from_secs(15);
+pub const REDIS_PREFIX: &str = "maitred";
+pub const ANSWER_LEASE: Duration = Duration::from_secs(15);
+/// The offline model's pause between text fragments, so streaming is visible.
+pub const OFFLINE_FRAGMENT_DELAY: Duration = Duration::from_millis(15);
+
+pub const SCRIPTED_LLM_PORT: u16 = 8090;

@@ -1,0 +1,434 @@
+//! What the roles run with: one tree, [`Settings`], with a branch per role.
+//!
+//! The rule:
+//! - the command line and the environment are parsed by clap in `cli`, and only
+//!   parsed; `resolve` turns the parsed arguments (and the files they name) into this
+//!   tree, checking what clap cannot;
+//! - every default exists once, in [`defaults`]: clap shows it in `--help` and the
+//!   `Default` of each branch starts from it;
+//! - durations are [`Duration`]s, written `30s`/`5m`/`250ms` or as seconds ([`span`]);
+//!   secrets are [`SecretString`]s, which never print;
+//! - roles read their own branch and the shared fields (mode, data dir, database,
+//!   where each role is reached); nothing here depends on a role's code.
+//!
+//! Tests build the tree directly ([`Settings::local`]) and start it with the same
+//! `App` as `main`.
+
+pub mod defaults;
+pub mod gateway_file;
+pub mod identity_file;
+mod llm;
+pub mod mcp_servers;
+mod resolve;
+pub mod span;
+mod urls;
+
+use std::net::IpAddr;
+use std::path::PathBuf;
+use std::time::Duration;
+
+use anyhow::bail;
+use secrecy::{ExposeSecret, SecretString};
+
+pub use gateway_file::GatewayFile;
+pub use identity_file::IdentityFile;
+pub use llm::{LlmSettings, ToolCallMode};
+pub use resolve::RoleArgs;
+pub use urls::{Endpoint, normalize_url, origin, sqlite_url};
+
+use crate::http::client_ip::TrustedProxies;
+use crate::issuer::Issuer;
+
+/// The API's path prefix; with the backend's public URL it is the backend's audience.
+pub const API_PREFIX: &str = "/api/v1/resos";
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
+pub enum Mode {
+    /// Seeds demo data, demo users and generated client secrets.
+    Dev,
+    /// Refuses demo users and generated secrets; identity comes from the config file.
+    Production,
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
+pub enum LogFormat {
+    Text,
+    Json,
+}
+
+#[derive(Debug, Clone)]
+pub struct Settings {
+    pub mode: Mode,
+    /// All local state: the SQLite database, generated dev credentials, the replica id.
+    pub data_dir: PathBuf,
+    /// May hold a password.
+    pub database_url: SecretString,
+    /// The address every role listens on.
+    pub bind: IpAddr,
+    /// Reverse proxies believed about the client's address.
+    pub trusted_proxies: TrustedProxies,
+    pub identity: IdentitySettings,
+    pub backend: BackendSettings,
+    pub mcp: McpSettings,
+    pub gateway: GatewaySettings,
+}
+
+/// Who issues tokens, and the built-in identity provider's own settings.
+#[derive(Debug, Clone)]
+pub struct IdentitySettings {
+    /// Set when an external OIDC issuer replaces the built-in identity provider.
+    pub external_issuer: Option<String>,
+    /// Where the roles reach the issuer, when not at its public URL.
+    pub internal_url: Option<String>,
+    /// Requests per minute to the token endpoint and the login form, per client.
+    pub rate_limit_per_minute: u32,
+    pub access_token_ttl: Duration,
+    /// Users and clients from the config file (`MAITRED_CONFIG`).
+    pub file: IdentityFile,
+}
+
+impl Default for IdentitySettings {
+    fn default() -> Self {
+        Self {
+            external_issuer: None,
+            internal_url: None,
+            rate_limit_per_minute: defaults::AUTH_RATE_LIMIT_PER_MINUTE,
+            access_token_ttl: defaults::ACCESS_TOKEN_TTL,
+            file: IdentityFile::default(),
+        }
+    }
+}
+
+/// The resOS-compatible API.
+#[derive(Debug, Clone)]
+pub struct BackendSettings {
+    pub endpoint: Endpoint,
+    /// Largest request body accepted, in bytes.
+    pub body_limit: usize,
+}
+
+/// How the MCP role reaches the backend and whom it answers.
+#[derive(Debug, Clone)]
+pub struct McpSettings {
+    pub endpoint: Endpoint,
+    /// Base URL the MCP role calls the backend at (its audience stays the public one).
+    pub backend_url: String,
+    pub backend_timeout: Duration,
+    pub client_id: String,
+    /// `None` in dev mode means: the generated one from the data dir.
+    pub client_secret: Option<SecretString>,
+    pub allowed_hosts: Vec<String>,
+    pub allowed_origins: Vec<String>,
+}
+
+/// The chat gateway: which model, which MCP servers, and the loop's limits.
+#[derive(Debug, Clone)]
+pub struct GatewaySettings {
+    pub endpoint: Endpoint,
+    /// `None`: the built-in offline model.
+    pub llm: Option<LlmSettings>,
+    /// Replaces the built-in system prompt; `{today}` becomes the date.
+    pub system_prompt: Option<String>,
+    /// The gateway's config file (`MAITRED_GATEWAY_CONFIG`), loaded.
+    pub file: GatewayFile,
+    /// Where the gateway reaches maitred's own MCP role, if not at its public URL.
+    pub mcp_url: Option<String>,
+    /// The gateway's secret at the issuer, for its MCP token.
+    pub mcp_client_secret: Option<SecretString>,
+    pub max_iterations: u32,
+    pub tool_output_cap: usize,
+    pub approval_timeout: Duration,
+    pub question_limit: usize,
+    pub context_budget: usize,
+    pub stream_grace: Duration,
+    /// Between keep-alive comments on a quiet chat stream.
+    pub sse_keepalive: Duration,
+    /// Pause between the offline model's text fragments, so streaming is visible.
+    pub offline_fragment_delay: Duration,
+    /// The web UI's files on disk; `None`: the copy embedded at compile time.
+    pub ui_dir: Option<PathBuf>,
+    /// Where replicas share running answers; `None`: in this process.
+    pub redis: Option<RedisSettings>,
+    /// How long a replica's claim on a running answer lasts unless renewed.
+    pub answer_lease: Duration,
+}
+
+/// The Redis (or Valkey) gateway replicas share their running answers through.
+#[derive(Debug, Clone)]
+pub struct RedisSettings {
+    /// May hold a password.
+    pub url: SecretString,
+    /// Every key and channel starts with it, so deployments can share a Redis.
+    pub prefix: String,
+}
+
+impl BackendSettings {
+    pub fn new(endpoint: Endpoint) -> Self {
+        Self {
+            endpoint,
+            body_limit: defaults::BODY_LIMIT,
+        }
+    }
+}
+
+impl McpSettings {
+    /// Defaults derived from where the roles are: loopback and the public hosts.
+    pub fn new(endpoint: Endpoint, backend: &Endpoint, gateway: &Endpoint) -> Self {
+        let mut allowed_hosts = vec![
+            "localhost".to_owned(),
+            "127.0.0.1".to_owned(),
+            "::1".to_owned(),
+        ];
+        if let Some(host) = url::Url::parse(&endpoint.public_url)
+            .ok()
+            .and_then(|u| u.host_str().map(str::to_owned))
+            && !allowed_hosts.contains(&host)
+        {
+            allowed_hosts.push(host);
+        }
+        Self {
+            allowed_origins: vec![
+                origin(&endpoint.public_url),
+                origin(&gateway.public_url),
+                "http://localhost:*".to_owned(),
+                "http://127.0.0.1:*".to_owned(),
+            ],
+            endpoint,
+            backend_url: backend.public_url.clone(),
+            backend_timeout: defaults::MCP_BACKEND_TIMEOUT,
+            client_id: defaults::MCP_CLIENT_ID.to_owned(),
+            client_secret: None,
+            allowed_hosts,
+        }
+    }
+}
+
+impl GatewaySettings {
+    pub fn new(endpoint: Endpoint) -> Self {
+        Self {
+            endpoint,
+            llm: None,
+            system_prompt: None,
+            file: GatewayFile::default(),
+            mcp_url: None,
+            mcp_client_secret: None,
+            max_iterations: defaults::MAX_ITERATIONS,
+            tool_output_cap: defaults::TOOL_OUTPUT_CAP,
+            approval_timeout: defaults::APPROVAL_TIMEOUT,
+            question_limit: defaults::QUESTION_LIMIT,
+            context_budget: defaults::CONTEXT_BUDGET,
+            stream_grace: defaults::STREAM_GRACE,
+            sse_keepalive: defaults::SSE_KEEPALIVE,
+            offline_fragment_delay: defaults::OFFLINE_FRAGMENT_DELAY,
+            ui_dir: None,
+            redis: None,
+            answer_lease: defaults::ANSWER_LEASE,
+        }
+    }
+}
+
+impl Settings {
+    /// Dev-mode settings for roles on loopback, for tests and benchmarks. Port 0 is
+    /// any free port: the app binds first and the public URLs follow.
+    pub fn local(data_dir: PathBuf, database_url: String) -> Self {
+        let backend = Endpoint::local("127.0.0.1", 0);
+        let gateway = Endpoint::local("127.0.0.1", 0);
+        let mcp = Endpoint::local("127.0.0.1", 0);
+        Self {
+            mode: Mode::Dev,
+            data_dir,
+            database_url: database_url.into(),
+            bind: std::net::Ipv4Addr::LOCALHOST.into(),
+            trusted_proxies: TrustedProxies::default(),
+            identity: IdentitySettings::default(),
+            mcp: McpSettings::new(mcp, &backend, &gateway),
+            backend: BackendSettings::new(backend),
+            gateway: GatewaySettings::new(gateway),
+        }
+    }
+
+    /// The ports the listeners got: derived public URLs and what follows from them
+    /// (the MCP role's backend URL, hosts and origins) follow too.
+    pub fn bound(&mut self, backend: Option<u16>, mcp: Option<u16>, gateway: Option<u16>) {
+        let before = (self.backend.endpoint.clone(), self.gateway.endpoint.clone());
+        let old_mcp = self.mcp.endpoint.clone();
+        if let Some(port) = backend {
+            self.backend.endpoint.bound_to(port);
+        }
+        if let Some(port) = gateway {
+            self.gateway.endpoint.bound_to(port);
+        }
+        if let Some(port) = mcp {
+            self.mcp.endpoint.bound_to(port);
+        }
+        let derived = McpSettings::new(old_mcp, &before.0, &before.1);
+        let now = McpSettings::new(
+            self.mcp.endpoint.clone(),
+            &self.backend.endpoint,
+            &self.gateway.endpoint,
+        );
+        if self.mcp.backend_url == derived.backend_url {
+            self.mcp.backend_url = now.backend_url;
+        }
+        if self.mcp.allowed_hosts == derived.allowed_hosts {
+            self.mcp.allowed_hosts = now.allowed_hosts;
+        }
+        if self.mcp.allowed_origins == derived.allowed_origins {
+            self.mcp.allowed_origins = now.allowed_origins;
+        }
+    }
+
+    pub fn database_url(&self) -> &str {
+        self.database_url.expose_secret()
+    }
+
+    /// The issuer every role trusts: the external one, or the backend's built-in one.
+    pub fn issuer(&self) -> &str {
+        self.identity
+            .external_issuer
+            .as_deref()
+            .unwrap_or(&self.backend.endpoint.public_url)
+    }
+
+    /// The issuer, with where this process reaches it.
+    pub fn issuer_location(&self) -> Issuer {
+        Issuer::new(self.issuer(), self.identity.internal_url.as_deref())
+    }
+
+    pub fn builtin_identity(&self) -> bool {
+        self.identity.external_issuer.is_none()
+    }
+
+    /// Audience of tokens for the backend API (RFC 8707 resource).
+    pub fn backend_resource(&self) -> String {
+        format!("{}{API_PREFIX}", self.backend.endpoint.public_url)
+    }
+
+    /// Audience of tokens for the chat gateway.
+    pub fn gateway_resource(&self) -> String {
+        self.gateway.endpoint.public_url.clone()
+    }
+
+    /// Audience of tokens for the MCP server: the canonical URL of its endpoint.
+    pub fn mcp_resource(&self) -> String {
+        format!("{}/mcp", self.mcp.endpoint.public_url)
+    }
+
+    /// What a production deployment must not run with.
+    pub fn check(&self) -> anyhow::Result<()> {
+        if self.mode == Mode::Production && self.builtin_identity() {
+            let identity = &self.identity.file;
+            if identity.users.is_empty() || identity.clients.is_empty() {
+                bail!(
+                    "production mode needs users and clients in the config file (MAITRED_CONFIG, [[identity.users]] and [[identity.clients]]); demo users and generated secrets are for dev mode only"
+                );
+            }
+        }
+        if self.mode == Mode::Production {
+            let public = [
+                (
+                    "MAITRED_BACKEND_URL",
+                    Some(self.backend.endpoint.public_url.as_str()),
+                ),
+                (
+                    "MAITRED_GATEWAY_URL",
+                    Some(self.gateway.endpoint.public_url.as_str()),
+                ),
+                (
+                    "MAITRED_MCP_URL",
+                    Some(self.mcp.endpoint.public_url.as_str()),
+                ),
+                (
+                    "MAITRED_OIDC_ISSUER",
+                    self.identity.external_issuer.as_deref(),
+                ),
+            ];
+            for (name, url) in public {
+                if let Some(url) = url.filter(|u| !urls::secure_or_loopback(u)) {
+                    bail!(
+                        "{name} is {url}: production mode needs https public URLs (over plain http, cookies lose Secure and tokens cross the network in the clear); only loopback may use http"
+                    );
+                }
+            }
+        }
+        Ok(())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn production_refuses_plain_http_public_urls_except_loopback() {
+        let mut settings = Settings::local(PathBuf::from("data"), "sqlite::memory:".into());
+        settings.mode = Mode::Production;
+        settings.identity.file = toml::from_str(
+            r#"
+            [[users]]
+            username = "alice"
+            password_hash = "$argon2id$v=19$m=19456,t=2,p=1$c2FsdHNhbHQ$aGFzaA"
+            [[clients]]
+            id = "maitred-cli"
+            secret = "a-long-random-secret-1"
+            grants = ["client_credentials"]
+            scopes = ["chat.read"]
+            audiences = ["gateway"]
+            "#,
+        )
+        .unwrap();
+        assert!(settings.check().is_ok(), "{:?}", settings.check());
+        settings.gateway.endpoint.public_url = "http://chat.example.com".into();
+        let refused = settings.check().unwrap_err().to_string();
+        assert!(refused.contains("MAITRED_GATEWAY_URL"), "{refused}");
+        settings.gateway.endpoint.public_url = "https://chat.example.com".into();
+        assert!(settings.check().is_ok());
+        settings.identity.external_issuer = Some("http://id.example.com".into());
+        assert!(settings.check().is_err());
+        settings.identity.external_issuer = Some("http://[::1]:9000".into());
+        assert!(settings.check().is_ok());
+        settings.mode = Mode::Dev;
+        settings.identity.external_issuer = Some("http://id.example.com".into());
+        assert!(settings.check().is_ok(), "dev mode takes plain http");
+    }
+
+    #[test]
+    fn secrets_never_print() {
+        let mut settings = Settings::local(
+            PathBuf::from("data"),
+            "postgres://maitred:hunter2-db@db/maitred".into(),
+        );
+        settings.mcp.client_secret = Some("hunter2-mcp".into());
+        settings.gateway.mcp_client_secret = Some("hunter2-gateway".into());
+        settings.gateway.llm = Some(LlmSettings {
+            base_url: "https://api.example.com/v1".into(),
+            api_key: Some("sk-hunter2".into()),
+            model: "m".into(),
+            temperature: None,
+            max_tokens: None,
+            tool_calls: ToolCallMode::Auto,
+        });
+        settings.gateway.redis = Some(RedisSettings {
+            url: "redis://:hunter2-redis@cache:6379".into(),
+            prefix: "maitred".into(),
+        });
+        let printed = format!("{settings:?}");
+        assert!(!printed.contains("hunter2"), "{printed}");
+    }
+
+    #[test]
+    fn binding_port_zero_moves_every_derived_url() {
+        let mut settings = Settings::local(PathBuf::from("data"), "sqlite::memory:".into());
+        settings.bound(Some(4001), Some(4002), Some(4003));
+        assert_eq!(settings.issuer(), "http://127.0.0.1:4001");
+        assert_eq!(settings.mcp_resource(), "http://127.0.0.1:4002/mcp");
+        assert_eq!(settings.gateway_resource(), "http://127.0.0.1:4003");
+        assert_eq!(settings.mcp.backend_url, "http://127.0.0.1:4001");
+        assert!(
+            settings
+                .mcp
+                .allowed_origins
+                .contains(&"http://127.0.0.1:4003".to_owned())
+        );
+    }
+}

@@ -1,0 +1,280 @@
+//! From parsed arguments to the settings tree: the files they name are read, URLs
+//! normalised, and what clap cannot check is checked. A role the command does not run
+//! keeps its defaults.
+
+use std::time::Duration;
+
+use anyhow::{Context, bail};
+
+use super::{
+    BackendSettings, Endpoint, GatewayFile, GatewaySettings, IdentityFile, IdentitySettings,
+    LlmSettings, McpSettings, RedisSettings, Settings, normalize_url, sqlite_url,
+};
+use crate::cli::{
+    AllArgs, BackendArgs, CommonArgs, GatewayArgs, IdentityArgs, IssuerArgs, McpArgs,
+};
+use crate::http::client_ip::TrustedProxies;
+use crate::issuer::Issuer;
+
+/// The roles a command runs, with their arguments.
+#[derive(Default)]
+pub struct RoleArgs<'a> {
+    pub identity: Option<&'a IdentityArgs>,
+    pub backend: Option<&'a BackendArgs>,
+    pub mcp: Option<&'a McpArgs>,
+    pub gateway: Option<&'a GatewayArgs>,
+}
+
+impl<'a> From<&'a AllArgs> for RoleArgs<'a> {
+    fn from(all: &'a AllArgs) -> Self {
+        Self {
+            identity: Some(&all.identity),
+            backend: Some(&all.backend),
+            mcp: Some(&all.mcp),
+            gateway: Some(&all.gateway),
+        }
+    }
+}
+
+impl Settings {
+    pub fn resolve(common: &CommonArgs, roles: RoleArgs<'_>) -> anyhow::Result<Self> {
+        let state = &common.state;
+        let database_url = match &state.database_url {
+            Some(url) => url.clone(),
+            None => sqlite_url(&state.data_dir.join("maitred.db")),
+        };
+        let backend = Endpoint::new(
+            common.issuer.backend_port,
+            common.issuer.backend_url.as_deref(),
+        )?;
+        let gateway = Endpoint::new(common.gateway_port, common.gateway_url.as_deref())?;
+        let mcp = Endpoint::new(common.mcp_port, common.mcp_url.as_deref())?;
+        let mut identity = IdentitySettings {
+            external_issuer: optional_url(common.issuer.oidc_issuer.as_deref())?,
+            internal_url: optional_url(common.issuer.issuer_internal_url.as_deref())?,
+            ..IdentitySettings::default()
+        };
+        if let Some(args) = roles.identity {
+            identity_from(&mut identity, args)?;
+        }
+        let mcp = match roles.mcp {
+            Some(args) => mcp_from(McpSettings::new(mcp, &backend, &gateway), args)?,
+            None => McpSettings::new(mcp, &backend, &gateway),
+        };
+        let mut backend = BackendSettings::new(backend);
+        if let Some(args) = roles.backend {
+            if args.body_limit < 1024 {
+                bail!("MAITRED_BODY_LIMIT must be at least 1024 bytes");
+            }
+            backend.body_limit = args.body_limit;
+        }
+        let gateway = match roles.gateway {
+            Some(args) => gateway_from(GatewaySettings::new(gateway), args)?,
+            None => GatewaySettings::new(gateway),
+        };
+        Ok(Self {
+            mode: common.mode,
+            data_dir: state.data_dir.clone(),
+            database_url: database_url.into(),
+            bind: common.bind,
+            trusted_proxies: TrustedProxies::parse(
+                &common.trusted_proxies,
+                common.forwarded_header,
+            )?,
+            identity,
+            backend,
+            mcp,
+            gateway,
+        })
+    }
+}
+
+impl IssuerArgs {
+    /// The issuer, with where this process reaches it (for `maitred token`).
+    pub fn location(&self) -> anyhow::Result<Issuer> {
+        let backend = Endpoint::new(self.backend_port, self.backend_url.as_deref())?;
+        let issuer = optional_url(self.oidc_issuer.as_deref())?.unwrap_or(backend.public_url);
+        let internal = optional_url(self.issuer_internal_url.as_deref())?;
+        Ok(Issuer::new(&issuer, internal.as_deref()))
+    }
+}
+
+fn identity_from(identity: &mut IdentitySettings, args: &IdentityArgs) -> anyhow::Result<()> {
+    if args.auth_rate_limit == 0 {
+        bail!("MAITRED_AUTH_RATE_LIMIT must be at least 1");
+    }
+    identity.rate_limit_per_minute = args.auth_rate_limit;
+    identity.access_token_ttl = args.access_token_ttl.into();
+    if let Some(path) = &args.config {
+        identity.file = IdentityFile::load(path)?;
+    }
+    Ok(())
+}
+
+fn mcp_from(mut mcp: McpSettings, args: &McpArgs) -> anyhow::Result<McpSettings> {
+    if let Some(url) = &args.mcp_backend_url {
+        mcp.backend_url = normalize_url(url)?;
+    }
+    mcp.backend_timeout = within(
+        args.mcp_backend_timeout.into(),
+        "MAITRED_MCP_BACKEND_TIMEOUT",
+        Duration::from_millis(1),
+        Duration::from_secs(300),
+    )?;
+    mcp.client_id.clone_from(&args.mcp_client_id);
+    mcp.client_secret = secret(args.mcp_client_secret.as_deref());
+    if !args.mcp_allowed_hosts.is_empty() {
+        mcp.allowed_hosts.clone_from(&args.mcp_allowed_hosts);
+    }
+    if !args.mcp_allowed_origins.is_empty() {
+        mcp.allowed_origins.clone_from(&args.mcp_allowed_origins);
+    }
+    Ok(mcp)
+}
+
+fn gateway_from(defaults: GatewaySettings, args: &GatewayArgs) -> anyhow::Result<GatewaySettings> {
+    let llm = match &args.llm_base_url {
+        Some(url) if !url.trim().is_empty() => Some(LlmSettings {
+            base_url: normalize_url(url)?,
+            api_key: secret(args.llm_api_key.as_deref()),
+            model: args.llm_model.clone(),
+            temperature: args.llm_temperature,
+            max_tokens: args.llm_max_tokens,
+            tool_calls: args.llm_tool_calls,
+        }),
+        _ => None,
+    };
+    let system_prompt = match &args.system_prompt_file {
+        Some(path) => Some(
+            std::fs::read_to_string(path)
+                .with_context(|| format!("reading the system prompt {}", path.display()))?,
+        ),
+        None => None,
+    };
+    if args.max_iterations == 0 || args.question_limit == 0 || args.tool_output_cap < 256 {
+        bail!(
+            "MAITRED_MAX_ITERATIONS and MAITRED_QUESTION_LIMIT must be positive, MAITRED_TOOL_OUTPUT_CAP at least 256"
+        );
+    }
+    let file = match &args.gateway_config {
+        Some(path) => GatewayFile::load(path)?,
+        None => GatewayFile::default(),
+    };
+    let redis = args
+        .redis_url
+        .clone()
+        .filter(|url| !url.trim().is_empty())
+        .or_else(|| file.redis_url.clone())
+        .map(|url| RedisSettings {
+            url: url.into(),
+            prefix: args.redis_prefix.clone(),
+        });
+    Ok(GatewaySettings {
+        llm,
+        system_prompt,
+        file,
+        redis,
+        answer_lease: within(
+            args.answer_lease.into(),
+            "MAITRED_ANSWER_LEASE",
+            Duration::from_secs(1),
+            Duration::from_secs(3600),
+        )?,
+        mcp_url: optional_url(args.gateway_mcp_url.as_deref())?,
+        mcp_client_secret: secret(args.gateway_client_secret.as_deref()),
+        max_iterations: args.max_iterations,
+        tool_output_cap: args.tool_output_cap,
+        approval_timeout: args.approval_timeout.into(),
+        question_limit: args.question_limit,
+        context_budget: args.context_budget,
+        stream_grace: args.stream_grace.into(),
+        ui_dir: args.ui_dir.clone(),
+        sse_keepalive: within(
+            args.sse_keepalive.into(),
+            "MAITRED_SSE_KEEPALIVE",
+            Duration::from_millis(50),
+            Duration::from_secs(3600),
+        )?,
+        ..defaults
+    })
+}
+
+fn within(value: Duration, name: &str, min: Duration, max: Duration) -> anyhow::Result<Duration> {
+    if value < min || value > max {
+        bail!(
+            "{name} must be between {} and {}",
+            humantime::format_duration(min),
+            humantime::format_duration(max)
+        );
+    }
+    Ok(value)
+}
+
+fn optional_url(url: Option<&str>) -> anyhow::Result<Option<String>> {
+    url.map(normalize_url).transpose()
+}
+
+/// An empty secret is none at all (`FOO_SECRET=` in a compose file).
+fn secret(value: Option<&str>) -> Option<secrecy::SecretString> {
+    value.filter(|s| !s.is_empty()).map(Into::into)
+}
+
+#[cfg(test)]
+mod tests {
+    use clap::Parser;
+
+    use crate::cli::{Cli, Command};
+
+    use super::*;
+
+    fn resolve(args: &[&str]) -> anyhow::Result<Settings> {
+        let cli = Cli::try_parse_from(args)?;
+        match &cli.command {
+            None => Settings::resolve(&cli.all.common, (&*cli.all).into()),
+            Some(Command::Gateway(gateway)) => Settings::resolve(
+                &gateway.common,
+                RoleArgs {
+                    gateway: Some(&gateway.gateway),
+                    ..RoleArgs::default()
+                },
+            ),
+            Some(_) => unreachable!("only all and gateway here"),
+        }
+    }
+
+    #[test]
+    fn defaults_are_the_same_from_the_command_line_and_in_code() {
+        let parsed = resolve(&["maitred"]).unwrap();
+        let built = Settings::local("data".into(), String::new());
+        assert_eq!(
+            parsed.gateway.approval_timeout,
+            built.gateway.approval_timeout
+        );
+        assert_eq!(parsed.gateway.max_iterations, built.gateway.max_iterations);
+        assert_eq!(parsed.gateway.sse_keepalive, built.gateway.sse_keepalive);
+        assert_eq!(parsed.gateway.answer_lease, built.gateway.answer_lease);
+        assert_eq!(parsed.mcp.backend_timeout, built.mcp.backend_timeout);
+        assert_eq!(parsed.backend.body_limit, built.backend.body_limit);
+        assert_eq!(
+            parsed.identity.access_token_ttl,
+            built.identity.access_token_ttl
+        );
+        assert_eq!(parsed.issuer(), "http://localhost:8080");
+    }
+
+    #[test]
+    fn out_of_range_values_name_their_variable() {
+        let error = resolve(&["maitred", "--sse-keepalive", "10ms"]).unwrap_err();
+        assert!(
+            error.to_string().contains("MAITRED_SSE_KEEPALIVE"),
+            "{error}"
+        );
+        let error = resolve(&["maitred", "gateway", "--answer-lease", "2h"]).unwrap_err();
+        assert!(
+            error.to_string().contains("MAITRED_ANSWER_LEASE"),
+            "{error}"
+        );
+        let error = resolve(&["maitred", "--body-limit", "10"]).unwrap_err();
+        assert!(error.to_string().contains("MAITRED_BODY_LIMIT"), "{error}");
+    }
+}
