@@ -84,18 +84,22 @@ pub fn wrap(router: Router, metrics: &Metrics, proxies: &TrustedProxies) -> Rout
         // Around the panic catcher, so a panic counts as the 500 the client gets.
         .layer(from_fn_with_state(metrics.clone(), super::metrics::record))
         // A panicking handler becomes a 500 with the common envelope, not a dropped connection.
-        .layer(CatchPanicLayer::custom(|_panic| {
-            Envelope::new(
-                StatusCode::INTERNAL_SERVER_ERROR,
-                "INTERNAL_ERROR",
-                INTERNAL_MESSAGE,
-            )
-            .logged(ErrorDetail::new(
-                "handler panicked",
-                "see the panic message above",
-            ))
-            .into_response()
-        }));
+        .layer(CatchPanicLayer::custom(
+            |panic: Box<dyn std::any::Any + Send>| {
+                let cause = panic
+                    .downcast_ref::<&str>()
+                    .map(|text| (*text).to_owned())
+                    .or_else(|| panic.downcast_ref::<String>().cloned())
+                    .unwrap_or_else(|| "a panic without a message".to_owned());
+                Envelope::new(
+                    StatusCode::INTERNAL_SERVER_ERROR,
+                    "INTERNAL_ERROR",
+                    INTERNAL_MESSAGE,
+                )
+                .logged(ErrorDetail::new("handler panicked", cause))
+                .into_response()
+            },
+        ));
     router
         .merge(super::metrics::routes(metrics.clone()))
         .layer(layers)
