@@ -1,12 +1,11 @@
 //! `GET /customers` and `GET /customers/{id}`.
 
 use axum::extract::{Path, State};
-use axum::http::HeaderMap;
 use sqlx::FromRow;
 
 use super::error::ApiError;
 use super::extract::ApiQuery;
-use super::list::{Conditions, ListParams, Listing, with_total};
+use super::list::{ListParams, ListResponse, Listing};
 use super::model::Customer;
 use super::{BackendState, Json, Reader, resources};
 
@@ -64,14 +63,8 @@ pub async fn list(
     _auth: Reader,
     State(state): State<BackendState>,
     ApiQuery(params): ApiQuery<ListParams>,
-) -> Result<(HeaderMap, Json<Vec<Customer>>), ApiError> {
-    let (total, rows) = LISTING
-        .page::<CustomerRow>(&state.db, &params, Conditions::default())
-        .await?;
-    Ok(with_total(
-        total,
-        rows.into_iter().map(Customer::from).collect(),
-    ))
+) -> ListResponse<Customer> {
+    LISTING.list::<CustomerRow, _>(&state.db, &params).await
 }
 
 /// Get a customer
@@ -87,7 +80,5 @@ pub async fn get(
     State(state): State<BackendState>,
     Path(id): Path<String>,
 ) -> Result<Json<Customer>, ApiError> {
-    Ok(Json(
-        LISTING.one::<CustomerRow>(&state.db, &id).await?.into(),
-    ))
+    LISTING.get::<CustomerRow, _>(&state.db, &id).await
 }

@@ -1,13 +1,14 @@
 //! The backend's one error type, rendered as the resOS error envelope
-//! `{"code", "message", "details"}`. Internal causes are logged once, never sent.
+//! `{"code", "message", "details"}`; see [`crate::http::error`] for the rule it
+//! follows (internal causes are logged once, by the common layer, never sent).
 
-use axum::Json;
-use axum::http::{HeaderValue, StatusCode, header};
+use axum::http::StatusCode;
 use axum::response::{IntoResponse, Response};
 use serde::Serialize;
 use serde_json::{Value, json};
 
-use crate::auth::{AuthError, AuthErrorKind};
+use crate::auth::AuthError;
+use crate::http::error::{DbFailure, Envelope, auth_status_and_code};
 
 #[derive(Debug, Clone, Serialize, utoipa::ToSchema)]
 pub struct FieldError {
@@ -108,17 +109,7 @@ impl ApiError {
                 (StatusCode::UNSUPPORTED_MEDIA_TYPE, "INVALID_REQUEST")
             }
             Self::MethodNotAllowed(_) => (StatusCode::METHOD_NOT_ALLOWED, "INVALID_REQUEST"),
-            Self::Auth(error) => match error.kind {
-                AuthErrorKind::MissingToken | AuthErrorKind::InvalidToken => {
-                    (StatusCode::UNAUTHORIZED, "AUTHENTICATION_ERROR")
-                }
-                AuthErrorKind::InsufficientScope { .. } => {
-                    (StatusCode::FORBIDDEN, "AUTHORIZATION_ERROR")
-                }
-                AuthErrorKind::IssuerUnavailable => {
-                    (StatusCode::SERVICE_UNAVAILABLE, "SERVICE_UNAVAILABLE")
-                }
-            },
+            Self::Auth(error) => auth_status_and_code(error),
             Self::Unavailable(_) => (StatusCode::SERVICE_UNAVAILABLE, "SERVICE_UNAVAILABLE"),
             Self::Internal(_) => (StatusCode::INTERNAL_SERVER_ERROR, "INTERNAL_ERROR"),
         }
@@ -127,32 +118,25 @@ impl ApiError {
 
 impl From<sqlx::Error> for ApiError {
     fn from(error: sqlx::Error) -> Self {
-        match error {
-            sqlx::Error::PoolTimedOut | sqlx::Error::PoolClosed | sqlx::Error::Io(_) => {
-                Self::Unavailable(error)
-            }
-            other => Self::Internal(anyhow::Error::new(other).context("database query")),
+        match DbFailure::from(error) {
+            DbFailure::Unavailable(error) => Self::Unavailable(error),
+            DbFailure::Internal(error) => Self::Internal(error),
         }
     }
 }
 
 impl IntoResponse for ApiError {
     fn into_response(self) -> Response {
-        let (status, code) = self.status_and_code();
-        let message = match &self {
-            Self::Internal(cause) => {
-                tracing::error!(cause = format!("{cause:#}"), "internal error");
-                "internal error; the request id in x-request-id identifies it in the logs"
-                    .to_owned()
+        let envelope = match &self {
+            Self::Internal(cause) => Envelope::internal(cause),
+            Self::Unavailable(cause) => Envelope::db_unavailable(cause),
+            Self::Auth(error) => Envelope::auth(error),
+            other => {
+                let (status, code) = other.status_and_code();
+                Envelope::new(status, code, other.to_string())
             }
-            Self::Unavailable(cause) => {
-                tracing::error!(%cause, "database unavailable");
-                "the database is unavailable; try again shortly".to_owned()
-            }
-            other => other.to_string(),
         };
-        let mut body = json!({ "code": code, "message": message });
-        match &self {
+        let envelope = match self {
             Self::InvalidRequest {
                 details: Some(details),
                 ..
@@ -164,28 +148,18 @@ impl IntoResponse for ApiError {
             | Self::Unprocessable {
                 details: Some(details),
                 ..
-            } => body["details"] = details.clone(),
+            } => envelope.field("details", details),
             Self::Validation { fields, .. } => {
                 // resOS's ValidationError carries `fields` at the top level.
-                body["fields"] = json!(fields);
-                body["details"] = json!({ "fields": fields });
+                envelope
+                    .field("fields", json!(fields))
+                    .field("details", json!({ "fields": fields }))
             }
             Self::NotFound { resource, id } => {
-                body["details"] = json!({ "resource": resource, "id": id });
+                envelope.field("details", json!({ "resource": resource, "id": id }))
             }
-            _ => {}
-        }
-        let mut response = (status, Json(body)).into_response();
-        if let Self::Auth(error) = &self {
-            response
-                .headers_mut()
-                .insert(header::WWW_AUTHENTICATE, error.challenge.clone());
-        }
-        if matches!(self, Self::Unavailable(_)) {
-            response
-                .headers_mut()
-                .insert(header::RETRY_AFTER, HeaderValue::from_static("5"));
-        }
-        response
+            _ => envelope,
+        };
+        envelope.into_response()
     }
 }

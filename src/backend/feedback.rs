@@ -1,12 +1,11 @@
 //! `GET /feedback` and `GET /feedback/{id}`, each with its customer embedded.
 
 use axum::extract::{Path, State};
-use axum::http::HeaderMap;
 use sqlx::FromRow;
 
 use super::error::ApiError;
 use super::extract::ApiQuery;
-use super::list::{Conditions, ListParams, Listing, with_total};
+use super::list::{ListParams, ListResponse, Listing};
 use super::model::{Customer, Feedback};
 use super::{BackendState, Json, Reader, resources};
 
@@ -81,14 +80,8 @@ pub async fn list(
     _auth: Reader,
     State(state): State<BackendState>,
     ApiQuery(params): ApiQuery<ListParams>,
-) -> Result<(HeaderMap, Json<Vec<Feedback>>), ApiError> {
-    let (total, rows) = LISTING
-        .page::<FeedbackRow>(&state.db, &params, Conditions::default())
-        .await?;
-    Ok(with_total(
-        total,
-        rows.into_iter().map(Feedback::from).collect(),
-    ))
+) -> ListResponse<Feedback> {
+    LISTING.list::<FeedbackRow, _>(&state.db, &params).await
 }
 
 /// Get a feedback entry
@@ -104,7 +97,5 @@ pub async fn get(
     State(state): State<BackendState>,
     Path(id): Path<String>,
 ) -> Result<Json<Feedback>, ApiError> {
-    Ok(Json(
-        LISTING.one::<FeedbackRow>(&state.db, &id).await?.into(),
-    ))
+    LISTING.get::<FeedbackRow, _>(&state.db, &id).await
 }

@@ -5,12 +5,13 @@
 use axum::Json;
 use axum::http::{HeaderMap, HeaderValue};
 use serde::Deserialize;
-use sqlx::any::{AnyArguments, AnyRow};
-use sqlx::{Any, FromRow};
+use sqlx::FromRow;
+use sqlx::any::AnyRow;
 use utoipa::IntoParams;
 
 use super::error::ApiError;
 use super::query::{self, BindValue, QueryError, Resource};
+use super::sql::Sql;
 use crate::db::Db;
 
 pub const MAX_LIMIT: i64 = 100;
@@ -29,54 +30,43 @@ pub struct ListParams {
     pub custom_query: Option<String>,
 }
 
-/// A WHERE clause under construction; every value becomes a `$n` parameter.
+/// A WHERE clause under construction; every value is bound, numbered by [`Sql`].
 #[derive(Debug, Default)]
 pub struct Conditions {
-    parts: Vec<String>,
-    binds: Vec<BindValue>,
+    sql: Sql,
 }
 
 impl Conditions {
+    fn next(&mut self) -> &mut Sql {
+        let separator = if self.sql.is_empty() {
+            "WHERE "
+        } else {
+            " AND "
+        };
+        self.sql.push(separator)
+    }
+
     /// `column_op` is trusted SQL such as `b.date >=`; the value is bound.
     pub fn add(&mut self, column_op: &'static str, value: BindValue) {
-        self.binds.push(value);
-        self.parts
-            .push(format!("{column_op} ${}", self.binds.len()));
+        self.next().push(column_op).push(" ").push_bind(value);
     }
 
     /// `column IN (…)` over trusted values.
     pub fn add_in(&mut self, column: &'static str, values: &[&str]) {
-        let placeholders: Vec<String> = values
-            .iter()
-            .map(|v| {
-                self.binds.push(BindValue::Text((*v).to_owned()));
-                format!("${}", self.binds.len())
-            })
-            .collect();
-        self.parts
-            .push(format!("{column} IN ({})", placeholders.join(", ")));
+        self.next()
+            .push(column)
+            .push(" IN ")
+            .push_list(values.iter().map(|v| BindValue::Text((*v).to_owned())));
     }
 
     pub fn add_filter(&mut self, input: &str, resource: &Resource) -> Result<(), ApiError> {
-        if let Some(filter) = query::compile_filter(input, resource, self.binds.len() + 1)
+        // The filter's placeholders continue this clause's: numbered from the builder.
+        if let Some(filter) = query::compile_filter(input, resource, self.sql.next_placeholder())
             .map_err(|e| query_error("customQuery", e))?
         {
-            self.parts.push(filter.sql);
-            self.binds.extend(filter.binds);
+            self.next().push_numbered(&filter.sql, filter.binds);
         }
         Ok(())
-    }
-
-    pub fn where_clause(&self) -> String {
-        if self.parts.is_empty() {
-            String::new()
-        } else {
-            format!("WHERE {}", self.parts.join(" AND "))
-        }
-    }
-
-    pub fn binds(&self) -> &[BindValue] {
-        &self.binds
     }
 }
 
@@ -132,26 +122,19 @@ impl ListParams {
 
 impl ListQuery {
     /// `SELECT {columns} {from} WHERE … ORDER BY … LIMIT … OFFSET …`
-    pub fn page_sql(&self, columns: &str, from: &str) -> String {
-        let n = self.conditions.binds().len();
-        format!(
-            "SELECT {columns} {from} {} {} LIMIT ${} OFFSET ${}",
-            self.conditions.where_clause(),
-            self.order_by,
-            n + 1,
-            n + 2
-        )
+    fn page_sql(&self, columns: &str, from: &str) -> Sql {
+        let mut sql = Sql::prefixed(&format!("SELECT {columns} {from} "), &self.conditions.sql);
+        sql.push(" ")
+            .push(&self.order_by)
+            .push(" LIMIT ")
+            .push_bind(BindValue::Int(self.limit))
+            .push(" OFFSET ")
+            .push_bind(BindValue::Int(self.skip));
+        sql
     }
 
-    pub fn count_sql(&self, from: &str) -> String {
-        format!("SELECT COUNT(*) {from} {}", self.conditions.where_clause())
-    }
-
-    pub fn page_binds(&self) -> Vec<BindValue> {
-        let mut binds = self.conditions.binds().to_vec();
-        binds.push(BindValue::Int(self.limit));
-        binds.push(BindValue::Int(self.skip));
-        binds
+    fn count_sql(&self, from: &str) -> Sql {
+        Sql::prefixed(&format!("SELECT COUNT(*) {from} "), &self.conditions.sql)
     }
 }
 
@@ -185,18 +168,16 @@ impl Listing {
             self.default_order,
             self.tiebreaker,
         )?;
-        let rows = bind_all(
-            sqlx::query_as::<_, R>(sqlx::AssertSqlSafe(list.page_sql(self.columns, self.from))),
-            &list.page_binds(),
-        )
-        .fetch_all(db.pool())
-        .await?;
-        let (total,): (i64,) = bind_all(
-            sqlx::query_as(sqlx::AssertSqlSafe(list.count_sql(self.from))),
-            list.conditions.binds(),
-        )
-        .fetch_one(db.pool())
-        .await?;
+        let rows = list
+            .page_sql(self.columns, self.from)
+            .query_as::<R>()
+            .fetch_all(db.pool())
+            .await?;
+        let (total,): (i64,) = list
+            .count_sql(self.from)
+            .query_as()
+            .fetch_one(db.pool())
+            .await?;
         Ok((total, rows))
     }
 
@@ -204,36 +185,46 @@ impl Listing {
     where
         R: for<'r> FromRow<'r, AnyRow> + Send + Unpin,
     {
-        sqlx::query_as::<_, R>(sqlx::AssertSqlSafe(format!(
-            "SELECT {} {} WHERE {} = $1",
+        let mut sql = Sql::new(format!(
+            "SELECT {} {} WHERE {} = ",
             self.columns, self.from, self.id_column
-        )))
-        .bind(id)
-        .fetch_optional(db.pool())
-        .await?
-        .ok_or_else(|| ApiError::not_found(self.name, id))
+        ));
+        sql.push_bind(BindValue::Text(id.to_owned()));
+        sql.query_as::<R>()
+            .fetch_optional(db.pool())
+            .await?
+            .ok_or_else(|| ApiError::not_found(self.name, id))
     }
 }
+
+impl Listing {
+    /// The whole read path of `GET /{resource}`: a page of rows `R` as models `M`,
+    /// with the number matching in `X-Total-Count`.
+    pub async fn list<R, M>(&self, db: &Db, params: &ListParams) -> ListResponse<M>
+    where
+        R: for<'r> FromRow<'r, AnyRow> + Send + Unpin + Into<M>,
+    {
+        let (total, rows) = self.page::<R>(db, params, Conditions::default()).await?;
+        Ok(with_total(total, rows.into_iter().map(R::into).collect()))
+    }
+
+    /// The whole read path of `GET /{resource}/{id}`: row `R` as model `M`, or a 404.
+    pub async fn get<R, M>(&self, db: &Db, id: &str) -> Result<Json<M>, ApiError>
+    where
+        R: for<'r> FromRow<'r, AnyRow> + Send + Unpin + Into<M>,
+    {
+        Ok(Json(self.one::<R>(db, id).await?.into()))
+    }
+}
+
+/// What a list endpoint answers.
+pub type ListResponse<M> = Result<(HeaderMap, Json<Vec<M>>), ApiError>;
 
 /// A list response: the items, with the number matching in `X-Total-Count`.
 pub fn with_total<T>(total: i64, items: T) -> (HeaderMap, Json<T>) {
     let mut headers = HeaderMap::new();
     headers.insert("x-total-count", HeaderValue::from(total));
     (headers, Json(items))
-}
-
-pub fn bind_all<'q, O>(
-    mut query: sqlx::query::QueryAs<'q, Any, O, AnyArguments>,
-    binds: &[BindValue],
-) -> sqlx::query::QueryAs<'q, Any, O, AnyArguments> {
-    for bind in binds {
-        query = match bind {
-            BindValue::Text(text) => query.bind(text.clone()),
-            BindValue::Int(int) => query.bind(*int),
-            BindValue::Float(float) => query.bind(*float),
-        };
-    }
-    query
 }
 
 fn query_error(parameter: &str, error: QueryError) -> ApiError {

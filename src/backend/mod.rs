@@ -13,6 +13,7 @@ mod opening_hours;
 pub mod query;
 pub mod resources;
 pub mod seed;
+mod sql;
 mod tables;
 
 use std::sync::Arc;

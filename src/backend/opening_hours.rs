@@ -1,12 +1,11 @@
 //! `GET /opening-hours` and `GET /opening-hours/{id}`.
 
 use axum::extract::{Path, State};
-use axum::http::HeaderMap;
 use sqlx::FromRow;
 
 use super::error::ApiError;
 use super::extract::ApiQuery;
-use super::list::{Conditions, ListParams, Listing, with_total};
+use super::list::{ListParams, ListResponse, Listing};
 use super::model::OpeningHours;
 use super::{BackendState, Json, Reader, resources};
 
@@ -63,14 +62,8 @@ pub async fn list(
     _auth: Reader,
     State(state): State<BackendState>,
     ApiQuery(params): ApiQuery<ListParams>,
-) -> Result<(HeaderMap, Json<Vec<OpeningHours>>), ApiError> {
-    let (total, rows) = LISTING
-        .page::<OpeningHoursRow>(&state.db, &params, Conditions::default())
-        .await?;
-    Ok(with_total(
-        total,
-        rows.into_iter().map(OpeningHours::from).collect(),
-    ))
+) -> ListResponse<OpeningHours> {
+    LISTING.list::<OpeningHoursRow, _>(&state.db, &params).await
 }
 
 /// Get an opening period
@@ -86,7 +79,5 @@ pub async fn get(
     State(state): State<BackendState>,
     Path(id): Path<String>,
 ) -> Result<Json<OpeningHours>, ApiError> {
-    Ok(Json(
-        LISTING.one::<OpeningHoursRow>(&state.db, &id).await?.into(),
-    ))
+    LISTING.get::<OpeningHoursRow, _>(&state.db, &id).await
 }

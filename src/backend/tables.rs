@@ -1,14 +1,12 @@
 //! `GET /tables`, each table with its area.
 
 use axum::extract::State;
-use axum::http::HeaderMap;
 use sqlx::FromRow;
 
-use super::error::ApiError;
 use super::extract::ApiQuery;
-use super::list::{Conditions, ListParams, Listing, with_total};
+use super::list::{ListParams, ListResponse, Listing};
 use super::model::{Area, Table};
-use super::{BackendState, Json, Reader, resources};
+use super::{BackendState, Reader, resources};
 
 pub const COLUMNS: &str = "t.id, t.name, t.seats_min, t.seats_max, t.internal_note, \
     a.id AS area_id, a.name AS area_name, a.internal_note AS area_internal_note, a.booking_priority AS area_booking_priority";
@@ -67,12 +65,6 @@ pub async fn list(
     _auth: Reader,
     State(state): State<BackendState>,
     ApiQuery(params): ApiQuery<ListParams>,
-) -> Result<(HeaderMap, Json<Vec<Table>>), ApiError> {
-    let (total, rows) = LISTING
-        .page::<TableRow>(&state.db, &params, Conditions::default())
-        .await?;
-    Ok(with_total(
-        total,
-        rows.into_iter().map(Table::from).collect(),
-    ))
+) -> ListResponse<Table> {
+    LISTING.list::<TableRow, _>(&state.db, &params).await
 }

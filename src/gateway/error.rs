@@ -1,12 +1,13 @@
 //! The gateway's one error type, rendered as `{"code", "message", "details"}` (the
-//! same envelope as the backend's). Internal causes are logged once, never sent.
+//! same envelope as the backend's, built by the same [`Envelope`]); see
+//! [`crate::http::error`] for the rule it follows.
 
-use axum::Json;
 use axum::http::{HeaderValue, StatusCode, header};
 use axum::response::{IntoResponse, Response};
-use serde_json::{Value, json};
+use serde_json::json;
 
-use crate::auth::{AuthError, AuthErrorKind};
+use crate::auth::AuthError;
+use crate::http::error::{DbFailure, Envelope, ErrorDetail, auth_status_and_code};
 
 #[derive(Debug, thiserror::Error)]
 pub enum GatewayError {
@@ -65,17 +66,7 @@ impl GatewayError {
             Self::Conflict(_) => (StatusCode::CONFLICT, "CONFLICT"),
             Self::NotSignedIn => (StatusCode::UNAUTHORIZED, "AUTHENTICATION_ERROR"),
             Self::Csrf => (StatusCode::FORBIDDEN, "AUTHORIZATION_ERROR"),
-            Self::Auth(error) => match error.kind {
-                AuthErrorKind::MissingToken | AuthErrorKind::InvalidToken => {
-                    (StatusCode::UNAUTHORIZED, "AUTHENTICATION_ERROR")
-                }
-                AuthErrorKind::InsufficientScope { .. } => {
-                    (StatusCode::FORBIDDEN, "AUTHORIZATION_ERROR")
-                }
-                AuthErrorKind::IssuerUnavailable => {
-                    (StatusCode::SERVICE_UNAVAILABLE, "SERVICE_UNAVAILABLE")
-                }
-            },
+            Self::Auth(error) => auth_status_and_code(error),
             Self::RateLimited { .. } => (StatusCode::TOO_MANY_REQUESTS, "RATE_LIMIT_EXCEEDED"),
             Self::Unavailable(_)
             | Self::LiveUnavailable(_)
@@ -90,11 +81,9 @@ impl GatewayError {
 
 impl From<sqlx::Error> for GatewayError {
     fn from(error: sqlx::Error) -> Self {
-        match error {
-            sqlx::Error::PoolTimedOut | sqlx::Error::PoolClosed | sqlx::Error::Io(_) => {
-                Self::Unavailable(error)
-            }
-            other => Self::Internal(anyhow::Error::new(other).context("database query")),
+        match DbFailure::from(error) {
+            DbFailure::Unavailable(error) => Self::Unavailable(error),
+            DbFailure::Internal(error) => Self::Internal(error),
         }
     }
 }
@@ -102,46 +91,28 @@ impl From<sqlx::Error> for GatewayError {
 impl IntoResponse for GatewayError {
     fn into_response(self) -> Response {
         let (status, code) = self.status_and_code();
-        let message = match &self {
-            Self::Internal(cause) => {
-                tracing::error!(cause = format!("{cause:#}"), "internal error");
-                "internal error; the request id in x-request-id identifies it in the logs"
-                    .to_owned()
-            }
-            Self::Unavailable(cause) => {
-                tracing::error!(%cause, "database unavailable");
-                "the database is unavailable; try again shortly".to_owned()
-            }
-            Self::LiveUnavailable(cause) => {
-                tracing::error!(%cause, "live state unavailable");
-                self.to_string()
-            }
-            other => other.to_string(),
+        let envelope = match &self {
+            Self::Internal(cause) => return Envelope::internal(cause).into_response(),
+            Self::Unavailable(cause) => return Envelope::db_unavailable(cause).into_response(),
+            Self::Auth(error) => return Envelope::auth(error).into_response(),
+            Self::LiveUnavailable(cause) => Envelope::new(status, code, self.to_string())
+                .logged(ErrorDetail::new("live state unavailable", cause)),
+            other => Envelope::new(status, code, other.to_string()),
         };
-        let mut body = json!({ "code": code, "message": message });
-        if let Self::NotFound { what, id } = &self {
-            body["details"] = json!({ "resource": what, "id": id });
-        }
-        let mut response = (status, Json::<Value>(body)).into_response();
-        let headers = response.headers_mut();
-        match &self {
-            Self::Auth(error) => {
-                headers.insert(header::WWW_AUTHENTICATE, error.challenge.clone());
+        let envelope = match self {
+            Self::NotFound { what, id } => {
+                envelope.field("details", json!({ "resource": what, "id": id }))
             }
-            Self::NotSignedIn => {
-                headers.insert(
-                    header::WWW_AUTHENTICATE,
-                    HeaderValue::from_static("Bearer realm=\"maitred\""),
-                );
-            }
+            Self::NotSignedIn => envelope.header(
+                header::WWW_AUTHENTICATE,
+                HeaderValue::from_static("Bearer realm=\"maitred\""),
+            ),
             Self::RateLimited { retry_after, .. } | Self::SessionUnavailable { retry_after } => {
-                headers.insert(header::RETRY_AFTER, HeaderValue::from(*retry_after));
+                envelope.retry_after(retry_after)
             }
-            Self::Unavailable(_) | Self::LiveUnavailable(_) | Self::ShuttingDown => {
-                headers.insert(header::RETRY_AFTER, HeaderValue::from_static("5"));
-            }
-            _ => {}
-        }
-        response
+            Self::LiveUnavailable(_) | Self::ShuttingDown => envelope.retry_after(5),
+            _ => envelope,
+        };
+        envelope.into_response()
     }
 }

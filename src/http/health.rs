@@ -14,8 +14,13 @@ use serde_json::json;
 
 use crate::db::Db;
 
-/// What `/readyz` checks; `Err` carries the reason to report.
-pub type ReadinessCheck = Arc<dyn Fn() -> BoxFuture<'static, Result<(), String>> + Send + Sync>;
+/// Why a role is not ready, in words fit for `/readyz`'s `reason`.
+#[derive(Debug, thiserror::Error)]
+#[error("{0}")]
+pub struct NotReady(String);
+
+/// What `/readyz` checks.
+pub type ReadinessCheck = Arc<dyn Fn() -> BoxFuture<'static, Result<(), NotReady>> + Send + Sync>;
 
 pub fn routes(check: ReadinessCheck) -> Router {
     Router::new()
@@ -31,7 +36,7 @@ pub fn database(db: Db) -> ReadinessCheck {
         Box::pin(async move {
             db.ping().await.map_err(|error| {
                 tracing::warn!(%error, "readiness check: database unreachable");
-                "database unreachable".to_owned()
+                NotReady("database unreachable".to_owned())
             })
         })
     })
@@ -45,8 +50,11 @@ pub fn upstream(http: reqwest::Client, name: &'static str, url: String) -> Readi
         Box::pin(async move {
             match http.get(&url).timeout(Duration::from_secs(2)).send().await {
                 Ok(response) if response.status().is_success() => Ok(()),
-                Ok(response) => Err(format!("{name} is not ready ({})", response.status())),
-                Err(_) => Err(format!("{name} is unreachable")),
+                Ok(response) => Err(NotReady(format!(
+                    "{name} is not ready ({})",
+                    response.status()
+                ))),
+                Err(_) => Err(NotReady(format!("{name} is unreachable"))),
             }
         })
     })
@@ -60,7 +68,7 @@ async fn readyz(State(check): State<ReadinessCheck>) -> Response {
     let outcome = tokio::time::timeout(Duration::from_secs(3), check()).await;
     match outcome {
         Ok(Ok(())) => Json(json!({ "status": "ready" })).into_response(),
-        Ok(Err(reason)) => not_ready(&reason),
+        Ok(Err(reason)) => not_ready(&reason.0),
         Err(_) => not_ready("the readiness check did not finish within 3 s"),
     }
 }

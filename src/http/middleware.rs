@@ -16,6 +16,7 @@ use tower_http::trace::TraceLayer;
 use tracing::Span;
 
 use super::client_ip::{ClientIp, TrustedProxies};
+use super::error::{Envelope, ErrorDetail, INTERNAL_MESSAGE};
 use crate::metrics::Metrics;
 use crate::trace_context::{TRACERESPONSE, TraceContext};
 
@@ -71,6 +72,8 @@ pub fn wrap(router: Router, metrics: &Metrics, proxies: &TrustedProxies) -> Rout
                     );
                 }),
         )
+        // Inside the request's span: logs the detail an error response carries, once.
+        .layer(from_fn(super::error::log_errors))
         .layer(PropagateRequestIdLayer::new(REQUEST_ID))
         // No response is ever to be read as another type than it says (a JSON error
         // echoing input sniffed as HTML, say).
@@ -79,22 +82,24 @@ pub fn wrap(router: Router, metrics: &Metrics, proxies: &TrustedProxies) -> Rout
             HeaderValue::from_static("nosniff"),
         ))
         // Around the panic catcher, so a panic counts as the 500 the client gets.
-        .layer(from_fn_with_state(
-            metrics.clone(),
-            super::metrics::record,
-        ))
+        .layer(from_fn_with_state(metrics.clone(), super::metrics::record))
         // A panicking handler becomes a 500 with the common envelope, not a dropped connection.
-        .layer(CatchPanicLayer::custom(|_panic| {
-            tracing::error!("handler panicked");
-            (
-                StatusCode::INTERNAL_SERVER_ERROR,
-                axum::Json(serde_json::json!({
-                    "code": "INTERNAL_ERROR",
-                    "message": "internal error; the request id in x-request-id identifies it in the logs"
-                })),
-            )
+        .layer(CatchPanicLayer::custom(
+            |panic: Box<dyn std::any::Any + Send>| {
+                let cause = panic
+                    .downcast_ref::<&str>()
+                    .map(|text| (*text).to_owned())
+                    .or_else(|| panic.downcast_ref::<String>().cloned())
+                    .unwrap_or_else(|| "a panic without a message".to_owned());
+                Envelope::new(
+                    StatusCode::INTERNAL_SERVER_ERROR,
+                    "INTERNAL_ERROR",
+                    INTERNAL_MESSAGE,
+                )
+                .logged(ErrorDetail::new("handler panicked", cause))
                 .into_response()
-        }));
+            },
+        ));
     router
         .merge(super::metrics::routes(metrics.clone()))
         .layer(layers)

@@ -3,6 +3,7 @@
 
 pub mod budget;
 pub mod client_ip;
+pub mod error;
 pub mod health;
 pub mod metrics;
 pub mod middleware;

@@ -3,6 +3,7 @@
 //! with a one-time code.
 
 use askama::Template;
+use axum::Extension;
 use axum::body::Bytes;
 use axum::extract::{RawQuery, State};
 use axum::http::{HeaderMap, StatusCode, header};
@@ -16,6 +17,7 @@ use super::registry::Client;
 use super::store::{self, CodeGrant};
 use super::{Grant, SharedIdentity, pkce, policy};
 use crate::http::client_ip::ClientIp;
+use crate::http::error::ErrorDetail;
 
 const CSRF_COOKIE: &str = "maitred_login_csrf";
 const CODE_TTL_SECS: i64 = 120;
@@ -188,12 +190,14 @@ pub async fn submit_login(
         expires_at: chrono::Utc::now().timestamp() + CODE_TTL_SECS,
     };
     if let Err(error) = store::insert_code(&identity.db, &code, &grant).await {
-        tracing::error!(%error, "storing an authorization code");
-        return message_page(
+        let mut page = message_page(
             StatusCode::INTERNAL_SERVER_ERROR,
             "Something went wrong",
             "The sign-in could not be completed. Please try again.",
         );
+        page.extensions_mut()
+            .insert(ErrorDetail::new("storing an authorization code", error));
+        return page;
     }
     tracing::info!(username, client_id = %request.client.id, "signed in");
     let mut pairs = vec![("code", code), ("iss", identity.issuer().to_owned())];
@@ -344,10 +348,11 @@ fn login_form(
             Html(html),
         )
             .into_response(),
-        Err(error) => {
-            tracing::error!(%error, "rendering the login page");
-            StatusCode::INTERNAL_SERVER_ERROR.into_response()
-        }
+        Err(error) => (
+            StatusCode::INTERNAL_SERVER_ERROR,
+            Extension(ErrorDetail::new("rendering the login page", error)),
+        )
+            .into_response(),
     }
 }
 

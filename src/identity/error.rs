@@ -1,8 +1,10 @@
 //! The identity provider's error type: OAuth 2 error responses (RFC 6749 §5.2).
+//! See [`crate::http::error`] for the rule every role's error follows.
 
 use axum::http::{HeaderValue, StatusCode, header};
 use axum::response::{IntoResponse, Response};
-use serde_json::json;
+
+use crate::http::error::{ErrorDetail, oauth_body};
 
 #[derive(Debug, thiserror::Error)]
 #[error("{error}: {description}")]
@@ -13,6 +15,8 @@ pub struct OAuthError {
     /// The client tried HTTP Basic authentication and failed: say so (RFC 6749 §5.2).
     pub basic_challenge: bool,
     pub retry_after: Option<u64>,
+    /// What went wrong on our side, for the log (never sent).
+    pub detail: Option<ErrorDetail>,
 }
 
 impl OAuthError {
@@ -23,6 +27,7 @@ impl OAuthError {
             description: description.into(),
             basic_challenge: false,
             retry_after: None,
+            detail: None,
         }
     }
 
@@ -77,14 +82,17 @@ impl OAuthError {
         }
     }
 
-    /// Logs the cause once; the client learns only that it was our fault.
+    /// The client learns only that it was our fault; the cause is logged once, by
+    /// the common layer.
     pub fn server_error(cause: &dyn std::fmt::Display) -> Self {
-        tracing::error!(%cause, "identity provider error");
-        Self::new(
-            StatusCode::INTERNAL_SERVER_ERROR,
-            "server_error",
-            "the identity provider failed; the request id in x-request-id identifies it in the logs",
-        )
+        Self {
+            detail: Some(ErrorDetail::new("identity provider error", cause)),
+            ..Self::new(
+                StatusCode::INTERNAL_SERVER_ERROR,
+                "server_error",
+                "the identity provider failed; the request id in x-request-id identifies it in the logs",
+            )
+        }
     }
 }
 
@@ -108,7 +116,7 @@ impl IntoResponse for OAuthError {
                 (header::CACHE_CONTROL, HeaderValue::from_static("no-store")),
                 (header::PRAGMA, HeaderValue::from_static("no-cache")),
             ],
-            axum::Json(json!({ "error": self.error, "error_description": self.description })),
+            oauth_body(self.error, &self.description),
         )
             .into_response();
         let headers = response.headers_mut();
@@ -125,6 +133,9 @@ impl IntoResponse for OAuthError {
         }
         if let Some(seconds) = self.retry_after {
             headers.insert(header::RETRY_AFTER, HeaderValue::from(seconds));
+        }
+        if let Some(detail) = self.detail {
+            response.extensions_mut().insert(detail);
         }
         response
     }

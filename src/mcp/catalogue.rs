@@ -1,6 +1,7 @@
 //! The tools, in the order `tools/list` gives them: names, descriptions that teach a
-//! model how to use them, input and output schemas, annotations, and the scope each
-//! needs. Descriptions of filters are generated from the backend's own field
+//! model how to use them, input and output schemas, annotations, the scope each
+//! needs, and the handler `tools/call` runs — one entry a tool, the schemas taken
+//! from the handler's own argument and result types. Descriptions of filters are generated from the backend's own field
 //! whitelists, so they cannot drift from what the backend accepts.
 
 use std::sync::Arc;
@@ -10,7 +11,12 @@ use rmcp::model::{JsonObject, Tool, ToolAnnotations};
 use schemars::JsonSchema;
 use serde::Serialize;
 
-use super::args::*;
+use futures::future::BoxFuture;
+use serde::de::DeserializeOwned;
+use serde_json::Value;
+
+use super::backend::BackendClient;
+use super::tools::{self, Refusal};
 use crate::backend::model::{Booking, Customer, Feedback, OpeningHours, Table};
 use crate::backend::query::{FieldType, Resource};
 use crate::backend::resources;
@@ -37,10 +43,26 @@ impl Effect {
     }
 }
 
-#[derive(Debug, Clone)]
+/// A tool's handler, with its arguments still JSON and its result already JSON.
+pub type Handler =
+    Arc<dyn Fn(BackendClient, Value) -> BoxFuture<'static, Result<Value, Refusal>> + Send + Sync>;
+
+/// One tool: what `tools/list` says of it and what `tools/call` runs, defined
+/// together so the schemas are those of the handler's own argument and result types.
+#[derive(Clone)]
 pub struct Entry {
     pub tool: Tool,
     pub effect: Effect,
+    pub run: Handler,
+}
+
+impl std::fmt::Debug for Entry {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Entry")
+            .field("tool", &self.tool.name)
+            .field("effect", &self.effect)
+            .finish_non_exhaustive()
+    }
 }
 
 /// A list tool's result.
@@ -152,14 +174,31 @@ fn input<T: JsonSchema + 'static>() -> Arc<JsonObject> {
     schema_for_input::<T>().unwrap_or_else(|_| object(serde_json::json!({ "type": "object" })))
 }
 
-fn entry(
+/// A tool whose input schema is `I`'s, whose output schema is `O`'s, run by `run`.
+fn entry<I, O, F, Fut>(
     name: &'static str,
     title: &'static str,
     effect: Effect,
     description: String,
-    input_schema: Arc<JsonObject>,
-    output_schema: Arc<JsonObject>,
-) -> Entry {
+    run: F,
+) -> Entry
+where
+    I: JsonSchema + DeserializeOwned + 'static,
+    O: JsonSchema + Serialize + 'static,
+    F: Fn(BackendClient, I) -> Fut + Send + Sync + 'static,
+    Fut: Future<Output = Result<O, Refusal>> + Send + 'static,
+{
+    let input_schema = input::<I>();
+    let output_schema = output::<O>();
+    let run: Handler = Arc::new(
+        move |backend, arguments| match tools::parse::<I>(arguments) {
+            Ok(arguments) => {
+                let called = run(backend, arguments);
+                Box::pin(async move { tools::to_value(&called.await?) })
+            }
+            Err(refusal) => Box::pin(std::future::ready(Err(refusal))),
+        },
+    );
     let annotations = match effect {
         Effect::Read => ToolAnnotations::with_title(title)
             .read_only(true)
@@ -181,7 +220,7 @@ fn entry(
         .with_title(title)
         .with_raw_output_schema(output_schema)
         .with_annotations(annotations);
-    Entry { tool, effect }
+    Entry { tool, effect, run }
 }
 
 /// Every tool, in a fixed order: reads by resource, then availability, then writes.
@@ -197,16 +236,14 @@ pub fn catalogue() -> Vec<Entry> {
 last booking and money spent), newest first. {COUNTS} {}",
                 filter_help(&resources::CUSTOMERS)
             ),
-            input::<ListArgs>(),
-            output::<ListOf<Customer>>(),
+            |b, a| tools::list::<Customer>(b, "/customers", a),
         ),
         entry(
             "getCustomerById",
             "Look up a customer",
             Read,
             "Get one customer by its `_id` (from getCustomers, or a booking's guest._id): contact details, number of bookings, last booking and money spent.".to_owned(),
-            input::<IdArgs>(),
-            output::<Customer>(),
+            |b, a| tools::one::<Customer>(b, "/customers", a),
         ),
         entry(
             "getFeedback",
@@ -217,16 +254,14 @@ last booking and money spent), newest first. {COUNTS} {}",
 comment, whether it is public, the booking it is about and the customer who wrote it; newest first. {COUNTS} {}",
                 filter_help(&resources::FEEDBACK)
             ),
-            input::<ListArgs>(),
-            output::<ListOf<Feedback>>(),
+            |b, a| tools::list::<Feedback>(b, "/feedback", a),
         ),
         entry(
             "getFeedbackById",
             "Read one feedback entry",
             Read,
             "Get one feedback entry by its `_id` (from getFeedback): the rating from 1 to 5, the comment, whether it is public, the booking and the customer.".to_owned(),
-            input::<IdArgs>(),
-            output::<Feedback>(),
+            |b, a| tools::one::<Feedback>(b, "/feedback", a),
         ),
         entry(
             "getOpeningHours",
@@ -238,8 +273,7 @@ the restaurant opens and closes, whether it is open at all that day, and how man
 (maxPeople). {TIMES} {COUNTS} {}",
                 filter_help(&resources::OPENING_HOURS)
             ),
-            input::<ListArgs>(),
-            output::<ListOf<OpeningHours>>(),
+            |b, a| tools::list::<OpeningHours>(b, "/opening-hours", a),
         ),
         entry(
             "getOpeningHoursById",
@@ -249,8 +283,7 @@ the restaurant opens and closes, whether it is open at all that day, and how man
                 "Get one opening period by its `_id` (from getOpeningHours, or a booking's openingHourId): \
 its date, opening and closing time, and how many guests it takes. {TIMES}"
             ),
-            input::<IdArgs>(),
-            output::<OpeningHours>(),
+            |b, a| tools::one::<OpeningHours>(b, "/opening-hours", a),
         ),
         entry(
             "getTables",
@@ -261,8 +294,7 @@ its date, opening and closing time, and how many guests it takes. {TIMES}"
 Terrace). {COUNTS} {}",
                 filter_help(&resources::TABLES)
             ),
-            input::<ListArgs>(),
-            output::<ListOf<Table>>(),
+            |b, a| tools::list::<Table>(b, "/tables", a),
         ),
         entry(
             "getBookings",
@@ -273,16 +305,14 @@ Terrace). {COUNTS} {}",
 and tables. Use fromDate/toDate for a date range (both inclusive). {STATUSES} {TIMES} {COUNTS} {}",
                 filter_help(&resources::BOOKINGS)
             ),
-            input::<BookingListArgs>(),
-            output::<ListOf<Booking>>(),
+            tools::bookings,
         ),
         entry(
             "getBookingById",
             "Look up a booking",
             Read,
             format!("Get one booking by its `_id` (from getBookings or createBooking). {STATUSES}"),
-            input::<IdArgs>(),
-            output::<Booking>(),
+            |b, a| tools::one::<Booking>(b, "/bookings", a),
         ),
         entry(
             "getAvailableDates",
@@ -292,8 +322,7 @@ and tables. Use fromDate/toDate for a date range (both inclusive). {STATUSES} {T
                 "List the dates on which a table for the party is still free at some time, from today on. \
 Check it before suggesting a day. {TIMES}"
             ),
-            input::<AvailableDatesArgs>(),
-            output::<AvailableDates>(),
+            tools::available_dates,
         ),
         entry(
             "getAvailableTimes",
@@ -304,8 +333,7 @@ Check it before suggesting a day. {TIMES}"
 visit (default 90 minutes). Call it before createBooking, and offer these times when the guest's time is \
 taken. {TIMES}"
             ),
-            input::<AvailableTimesArgs>(),
-            output::<AvailableTimes>(),
+            tools::available_times,
         ),
         entry(
             "createBooking",
@@ -318,8 +346,7 @@ error names the nearest free times: offer them to the guest rather than guessing
 is matched to) a customer by email or phone. New bookings have status request unless approved is given. \
 {TIMES}"
             ),
-            input::<CreateBookingArgs>(),
-            output::<Booking>(),
+            tools::create_booking,
         ),
         entry(
             "updateBooking",
@@ -332,8 +359,7 @@ declined or canceled; approved → arrived, seated, canceled, no_show or decline
 or canceled; seated → left. Cancelling frees the table. A rescheduled booking keeps its table when it is \
 still free. Returns the booking as it now is. {STATUSES} {TIMES}"
             ),
-            input::<UpdateBookingArgs>(),
-            output::<Booking>(),
+            tools::update_booking,
         ),
         entry(
             "addBookingNote",
@@ -342,8 +368,7 @@ still free. Returns the booking as it now is. {STATUSES} {TIMES}"
             "Add a note to a booking: `internal` (default) for the restaurant's staff only, or `guest` \
 for a comment the guest sees."
                 .to_owned(),
-            input::<AddBookingNoteArgs>(),
-            output::<NoteAdded>(),
+            tools::add_note,
         ),
     ]
 }

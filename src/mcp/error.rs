@@ -1,12 +1,12 @@
 //! The MCP role's HTTP-level refusals (before a request reaches the MCP protocol):
 //! RFC 6750 bodies and challenges, so any OAuth-aware MCP client knows what to do.
+//! See [`crate::http::error`] for the rule every role's error follows.
 
-use axum::Json;
 use axum::http::{StatusCode, header};
 use axum::response::{IntoResponse, Response};
-use serde_json::json;
 
 use crate::auth::{AuthError, AuthErrorKind};
+use crate::http::error::oauth_body;
 
 #[derive(Debug, thiserror::Error)]
 pub enum McpHttpError {
@@ -30,21 +30,21 @@ impl IntoResponse for McpHttpError {
                 (
                     error.status(),
                     [(header::WWW_AUTHENTICATE, error.challenge.clone())],
-                    Json(json!({ "error": code, "error_description": error.message })),
+                    oauth_body(code, &error.message),
                 )
                     .into_response()
             }
             McpHttpError::ForeignSession => (
                 StatusCode::FORBIDDEN,
-                Json(json!({
-                    "error": "forbidden",
-                    "error_description": "this MCP session was started by another subject; start your own with initialize",
-                })),
+                oauth_body(
+                    "forbidden",
+                    "this MCP session was started by another subject; start your own with initialize",
+                ),
             )
                 .into_response(),
             McpHttpError::Body(detail) => (
                 StatusCode::PAYLOAD_TOO_LARGE,
-                Json(json!({ "error": "invalid_request", "error_description": detail })),
+                oauth_body("invalid_request", &detail),
             )
                 .into_response(),
         }

@@ -237,6 +237,6 @@ impl McpServer {
             );
         }
         let backend = self.shared.backend.traced(trace);
-        tools::run(&backend, &name, request.arguments).await
+        tools::run(entry, backend, request.arguments).await
     }
 }

@@ -10,9 +10,9 @@ use serde_json::{Value, json};
 
 use super::args::*;
 use super::backend::{BackendClient, BackendError, Page};
-use super::catalogue::{AvailableDates, AvailableTimes, ListOf, NoteAdded};
+use super::catalogue::{AvailableDates, AvailableTimes, Entry, ListOf, NoteAdded};
 use super::metrics::Outcome;
-use crate::backend::model::{Booking, Customer, Feedback, OpeningHours, Table};
+use crate::backend::model::Booking;
 
 /// Why a call was not carried out.
 pub enum Refusal {
@@ -34,13 +34,13 @@ impl From<BackendError> for Refusal {
     }
 }
 
-/// Runs the tool `name`; the outcome says how it ended, for the logs and metrics.
+/// Runs `entry`'s tool; the outcome says how it ended, for the logs and metrics.
 pub async fn run(
-    backend: &BackendClient,
-    name: &str,
+    entry: &Entry,
+    backend: BackendClient,
     arguments: Option<JsonObject>,
 ) -> (Outcome, Result<CallToolResult, ErrorData>) {
-    match dispatch(backend, name, Value::Object(arguments.unwrap_or_default())).await {
+    match (entry.run)(backend, Value::Object(arguments.unwrap_or_default())).await {
         Ok(value) => (Outcome::Ok, Ok(structured(value))),
         Err(Refusal::InvalidParams(message)) => (
             Outcome::Invalid,
@@ -57,33 +57,7 @@ pub async fn run(
     }
 }
 
-async fn dispatch(backend: &BackendClient, name: &str, arguments: Value) -> Result<Value, Refusal> {
-    match name {
-        "getCustomers" => list::<Customer>(backend, "/customers", parse(arguments)?).await,
-        "getCustomerById" => one::<Customer>(backend, "/customers", parse(arguments)?).await,
-        "getFeedback" => list::<Feedback>(backend, "/feedback", parse(arguments)?).await,
-        "getFeedbackById" => one::<Feedback>(backend, "/feedback", parse(arguments)?).await,
-        "getOpeningHours" => {
-            list::<OpeningHours>(backend, "/opening-hours", parse(arguments)?).await
-        }
-        "getOpeningHoursById" => {
-            one::<OpeningHours>(backend, "/opening-hours", parse(arguments)?).await
-        }
-        "getTables" => list::<Table>(backend, "/tables", parse(arguments)?).await,
-        "getBookings" => bookings(backend, parse(arguments)?).await,
-        "getBookingById" => one::<Booking>(backend, "/bookings", parse(arguments)?).await,
-        "getAvailableDates" => available_dates(backend, parse(arguments)?).await,
-        "getAvailableTimes" => available_times(backend, parse(arguments)?).await,
-        "createBooking" => create_booking(backend, parse(arguments)?).await,
-        "updateBooking" => update_booking(backend, parse(arguments)?).await,
-        "addBookingNote" => add_note(backend, parse(arguments)?).await,
-        other => Err(Refusal::InvalidParams(format!(
-            "unknown tool {other}; tools/list names the tools"
-        ))),
-    }
-}
-
-fn parse<T: DeserializeOwned>(arguments: Value) -> Result<T, Refusal> {
+pub(super) fn parse<T: DeserializeOwned>(arguments: Value) -> Result<T, Refusal> {
     serde_json::from_value(arguments).map_err(|error| {
         Refusal::InvalidParams(format!(
             "invalid arguments: {error}; the tool's inputSchema lists what it takes"
@@ -99,7 +73,7 @@ fn structured(value: Value) -> CallToolResult {
     result
 }
 
-fn to_value<T: Serialize>(value: &T) -> Result<Value, Refusal> {
+pub(super) fn to_value<T: Serialize>(value: &T) -> Result<Value, Refusal> {
     serde_json::to_value(value)
         .map_err(|e| Refusal::Failed(format!("the result could not be encoded: {e}")))
 }
@@ -157,7 +131,7 @@ fn list_query(
     query
 }
 
-fn page<T: DeserializeOwned + Serialize>(page: Page, skip: u32) -> Result<Value, Refusal> {
+fn page<T: DeserializeOwned>(page: Page, skip: u32) -> Result<ListOf<T>, Refusal> {
     let items: Vec<T> = page
         .items
         .into_iter()
@@ -165,7 +139,7 @@ fn page<T: DeserializeOwned + Serialize>(page: Page, skip: u32) -> Result<Value,
         .collect::<Result<_, _>>()?;
     let returned = items.len();
     let total = page.total.unwrap_or(returned as u64 + u64::from(skip));
-    to_value(&ListOf {
+    Ok(ListOf {
         has_more: u64::from(skip) + (returned as u64) < total,
         items,
         total,
@@ -174,28 +148,31 @@ fn page<T: DeserializeOwned + Serialize>(page: Page, skip: u32) -> Result<Value,
     })
 }
 
-async fn list<T: DeserializeOwned + Serialize>(
-    backend: &BackendClient,
+pub(super) async fn list<T: DeserializeOwned>(
+    backend: BackendClient,
     path: &str,
     args: ListArgs,
-) -> Result<Value, Refusal> {
+) -> Result<ListOf<T>, Refusal> {
     let skip = args.skip.unwrap_or(0);
     let query = list_query(args.limit, args.skip, args.sort, args.custom_query);
     page::<T>(backend.list(path, &query).await?, skip)
 }
 
-async fn one<T: DeserializeOwned + Serialize>(
-    backend: &BackendClient,
+pub(super) async fn one<T: DeserializeOwned>(
+    backend: BackendClient,
     path: &str,
     args: IdArgs,
-) -> Result<Value, Refusal> {
+) -> Result<T, Refusal> {
     let found = backend
         .get(&format!("{path}/{}", encode(&args.id)), &[])
         .await?;
-    to_value(&decode::<T>(found)?)
+    decode::<T>(found)
 }
 
-async fn bookings(backend: &BackendClient, args: BookingListArgs) -> Result<Value, Refusal> {
+pub(super) async fn bookings(
+    backend: BackendClient,
+    args: BookingListArgs,
+) -> Result<ListOf<Booking>, Refusal> {
     let skip = args.skip.unwrap_or(0);
     let mut query = list_query(args.limit, args.skip, args.sort, args.custom_query);
     if let Some(from) = &args.from_date {
@@ -210,10 +187,10 @@ async fn bookings(backend: &BackendClient, args: BookingListArgs) -> Result<Valu
     page::<Booking>(backend.list("/bookings", &query).await?, skip)
 }
 
-async fn available_dates(
-    backend: &BackendClient,
+pub(super) async fn available_dates(
+    backend: BackendClient,
     args: AvailableDatesArgs,
-) -> Result<Value, Refusal> {
+) -> Result<AvailableDates, Refusal> {
     let people = args.people.unwrap_or(2);
     let duration = args.duration.unwrap_or(90);
     let dates = backend
@@ -225,17 +202,17 @@ async fn available_dates(
             ],
         )
         .await?;
-    to_value(&AvailableDates {
+    Ok(AvailableDates {
         dates: decode(dates)?,
         people,
         duration,
     })
 }
 
-async fn available_times(
-    backend: &BackendClient,
+pub(super) async fn available_times(
+    backend: BackendClient,
     args: AvailableTimesArgs,
-) -> Result<Value, Refusal> {
+) -> Result<AvailableTimes, Refusal> {
     let date = date("date", &args.date)?;
     let duration = args.duration.unwrap_or(90);
     let times = backend
@@ -248,7 +225,7 @@ async fn available_times(
             ],
         )
         .await?;
-    to_value(&AvailableTimes {
+    Ok(AvailableTimes {
         times: decode(times)?,
         date,
         people: args.people,
@@ -256,10 +233,10 @@ async fn available_times(
     })
 }
 
-async fn create_booking(
-    backend: &BackendClient,
+pub(super) async fn create_booking(
+    backend: BackendClient,
     args: CreateBookingArgs,
-) -> Result<Value, Refusal> {
+) -> Result<Booking, Refusal> {
     let mut body = json!({
         "date": date("date", &args.date)?,
         "time": time("time", &args.time)?,
@@ -284,13 +261,13 @@ async fn create_booking(
         body["status"] = status.as_str().into();
     }
     let booking = backend.post("/bookings", &body).await?;
-    to_value(&decode::<Booking>(booking)?)
+    decode::<Booking>(booking)
 }
 
-async fn update_booking(
-    backend: &BackendClient,
+pub(super) async fn update_booking(
+    backend: BackendClient,
     args: UpdateBookingArgs,
-) -> Result<Value, Refusal> {
+) -> Result<Booking, Refusal> {
     let mut body = json!({});
     if let Some(status) = args.status {
         body["status"] = status.as_str().into();
@@ -319,10 +296,13 @@ async fn update_booking(
     let path = format!("/bookings/{}", encode(&args.id));
     backend.put(&path, &body).await?;
     let booking = backend.get(&path, &[]).await?;
-    to_value(&decode::<Booking>(booking)?)
+    decode::<Booking>(booking)
 }
 
-async fn add_note(backend: &BackendClient, args: AddBookingNoteArgs) -> Result<Value, Refusal> {
+pub(super) async fn add_note(
+    backend: BackendClient,
+    args: AddBookingNoteArgs,
+) -> Result<NoteAdded, Refusal> {
     let visibility = args.visibility.unwrap_or_default();
     let (endpoint, label) = match visibility {
         Visibility::Internal => ("restaurantNote", "internal"),
@@ -334,7 +314,7 @@ async fn add_note(backend: &BackendClient, args: AddBookingNoteArgs) -> Result<V
             &json!({ "text": args.text }),
         )
         .await?;
-    to_value(&NoteAdded {
+    Ok(NoteAdded {
         booking_id: args.id,
         note_id: decode(id)?,
         visibility: label.to_owned(),

@@ -14,6 +14,7 @@ mod dialects;
 mod errors;
 mod identity;
 mod mcp;
+mod migrations;
 mod nginx;
 mod observability;
 mod policy;

@@ -4,9 +4,9 @@ use std::collections::HashMap;
 
 use sqlx::{AnyConnection, FromRow};
 
-use crate::backend::list::bind_all;
 use crate::backend::model::{Booking, Guest, RestaurantRef, Table};
 use crate::backend::query::BindValue;
+use crate::backend::sql::Sql;
 use crate::backend::tables::{self, TableRow};
 
 pub const COLUMNS: &str = "b.id, b.date, b.time, b.people, b.duration, b.status, b.customer_id, b.guest_name, b.guest_email, b.guest_phone, \
@@ -73,29 +73,24 @@ pub async fn complete(
     if rows.is_empty() {
         return Ok(Vec::new());
     }
-    let ids: Vec<BindValue> = rows.iter().map(|r| BindValue::Text(r.id.clone())).collect();
-    let placeholders = (1..=ids.len())
-        .map(|n| format!("${n}"))
-        .collect::<Vec<_>>()
-        .join(", ");
-    let table_rows = bind_all(
-        sqlx::query_as::<_, TableOfBooking>(sqlx::AssertSqlSafe(format!(
-            "SELECT bt.booking_id, {} {} JOIN booking_tables bt ON bt.table_id = t.id WHERE bt.booking_id IN ({placeholders}) ORDER BY t.name, t.id",
-            tables::COLUMNS,
-            tables::FROM
-        ))),
-        &ids,
-    )
-    .fetch_all(&mut *conn)
-    .await?;
-    let note_rows = bind_all(
-        sqlx::query_as::<_, NoteRow>(sqlx::AssertSqlSafe(format!(
-            "SELECT booking_id, kind, text, author FROM booking_notes WHERE booking_id IN ({placeholders}) ORDER BY created_at, id"
-        ))),
-        &ids,
-    )
-    .fetch_all(&mut *conn)
-    .await?;
+    let ids = || rows.iter().map(|r| BindValue::Text(r.id.clone()));
+    let mut tables_sql = Sql::new(format!(
+        "SELECT bt.booking_id, {} {} JOIN booking_tables bt ON bt.table_id = t.id WHERE bt.booking_id IN ",
+        tables::COLUMNS,
+        tables::FROM
+    ));
+    tables_sql.push_list(ids()).push(" ORDER BY t.name, t.id");
+    let table_rows = tables_sql
+        .query_as::<TableOfBooking>()
+        .fetch_all(&mut *conn)
+        .await?;
+    let mut notes_sql =
+        Sql::new("SELECT booking_id, kind, text, author FROM booking_notes WHERE booking_id IN ");
+    notes_sql.push_list(ids()).push(" ORDER BY created_at, id");
+    let note_rows = notes_sql
+        .query_as::<NoteRow>()
+        .fetch_all(&mut *conn)
+        .await?;
     let restaurant: Option<(String, String)> =
         sqlx::query_as("SELECT id, name FROM restaurants ORDER BY id LIMIT 1")
             .fetch_optional(&mut *conn)
