@@ -16,6 +16,7 @@ mod identity;
 mod mcp;
 mod nginx;
 mod observability;
+mod openai_api;
 mod policy;
 mod process;
 mod proxy;
