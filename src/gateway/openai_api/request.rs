@@ -161,15 +161,17 @@ fn within(messages: Vec<Message>, budget: usize) -> Vec<Message> {
         Message::Tool { content, .. } => content.len(),
     };
     let mut used = 0usize;
+    let mut full = false;
     let mut keep = vec![false; messages.len()];
     for (i, message) in messages.iter().enumerate().rev() {
         if matches!(message, Message::System { .. }) {
             keep[i] = true;
-        } else if used + size(message) <= budget {
+        } else if !full && used + size(message) <= budget {
             used += size(message);
             keep[i] = true;
         } else {
-            break;
+            // Older turns would leave a gap in the conversation: none of them.
+            full = true;
         }
     }
     messages
