@@ -12,6 +12,7 @@ pub mod live;
 pub mod llm;
 mod login;
 pub mod metrics;
+pub mod openai_api;
 pub mod session;
 pub mod tools;
 mod ui;
@@ -326,6 +327,7 @@ pub async fn router(
             get(chat::conversation).delete(chat::delete_conversation),
         )
         .merge(login::routes())
+        .merge(openai_api::routes())
         .fallback(ui::serve)
         .layer(DefaultBodyLimit::max(settings.backend.body_limit))
         // Browsers' Sec-Fetch-Site and Origin refuse cross-site writes outright; the

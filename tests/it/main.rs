@@ -17,6 +17,7 @@ mod mcp;
 mod migrations;
 mod nginx;
 mod observability;
+mod openai_api;
 mod policy;
 mod process;
 mod proxy;

@@ -55,11 +55,23 @@ pub struct Answerer {
     pub metrics: GatewayMetrics,
 }
 
-/// One answer being written: where its events go, who asked, and its trace.
+/// One answer being written: where its events go, who asked, its trace, and
+/// whether the person can be asked to approve a call while it runs.
 pub struct Answer<'a> {
     pub recorder: &'a Recorder,
     pub user: &'a ChatUser,
     pub trace: TraceContext,
+    pub asking: Asking,
+}
+
+/// Whether a call that needs approval can wait for the person's answer.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Asking {
+    /// The person watches the stream and can approve (the chat API, the web UI).
+    Person,
+    /// Nobody can be asked (`why` says so, to the model and in the call's summary):
+    /// only an approval still remembered lets such a call run.
+    Never { why: &'static str },
 }
 
 /// The conversation as the model sees it, and what the run has used.

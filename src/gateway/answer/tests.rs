@@ -16,7 +16,7 @@ use super::ports::{
     AnswerRef, AnswerStore, ApprovalRequest, Approver, EventSink, NewCall, StoreError, StoreResult,
     Tools, TurnRecord, Verdict,
 };
-use super::{Answer, Answerer, Limits, Recorder};
+use super::{Answer, Answerer, Asking, Limits, Recorder};
 use crate::gateway::auth::{ChatUser, Via};
 use crate::gateway::chat::events::ChatEvent;
 use crate::gateway::ids::{
@@ -289,7 +289,7 @@ struct Decided(Verdict);
 #[async_trait]
 impl Approver for Decided {
     async fn remembered(&self, _request: &ApprovalRequest<'_>) -> StoreResult<bool> {
-        Ok(false)
+        Ok(self.0 == Verdict::Remembered)
     }
 
     async fn open(&self, _request: &ApprovalRequest<'_>) -> StoreResult<String> {
@@ -310,6 +310,7 @@ struct Setup {
     tools: FakeTools,
     verdict: Verdict,
     max_iterations: u32,
+    asking: Asking,
 }
 
 struct Ran {
@@ -330,6 +331,7 @@ impl Setup {
             ]),
             verdict: Verdict::Approved,
             max_iterations: 10,
+            asking: Asking::Person,
         }
     }
 
@@ -380,6 +382,7 @@ impl Setup {
             recorder: &recorder,
             user: &user,
             trace: TraceContext::new_root(),
+            asking: self.asking,
         };
         tokio::time::timeout(
             Duration::from_secs(5),
@@ -443,6 +446,46 @@ async fn parallel_calls_run_together_and_their_results_go_back_in_order() {
         turns.last().unwrap(),
         &("Two items, and i7.".to_owned(), MessageStatus::Complete)
     );
+}
+
+#[tokio::test]
+async fn where_nobody_can_be_asked_a_write_is_refused_without_waiting() {
+    let mut setup = Setup::new(vec![
+        calls(&[("c1", "shop__orderItem", r#"{"id":"i7"}"#)]),
+        text("I could not order it."),
+    ]);
+    setup.asking = Asking::Never {
+        why: "approvals are not possible here",
+    };
+    let ran = setup.run(Parts::default()).await;
+
+    assert_eq!(
+        ran.viewers.named(),
+        ["tool_call", "tool_result", "token", "usage", "done"]
+    );
+    assert_eq!(ran.viewers.results(), ["denied"]);
+    assert_eq!(ran.tools.called.load(Ordering::SeqCst), 0);
+    let told = ran.parts.tool_results.lock().unwrap()[0].1.clone();
+    assert!(
+        told.starts_with("Refused") && told.contains("approvals are not possible here"),
+        "{told}"
+    );
+}
+
+#[tokio::test]
+async fn where_nobody_can_be_asked_a_remembered_approval_still_counts() {
+    let mut setup = Setup::new(vec![
+        calls(&[("c1", "shop__orderItem", r#"{"id":"i7"}"#)]),
+        text("Ordered."),
+    ]);
+    setup.asking = Asking::Never {
+        why: "approvals are not possible here",
+    };
+    setup.verdict = Verdict::Remembered;
+    let ran = setup.run(Parts::default()).await;
+
+    assert_eq!(ran.viewers.results(), ["ok"]);
+    assert_eq!(ran.tools.called.load(Ordering::SeqCst), 1);
 }
 
 #[tokio::test]

@@ -4,11 +4,11 @@
 
 pub mod approvals;
 pub mod events;
+pub mod start;
 pub mod store;
 pub(crate) mod views;
 
 use std::convert::Infallible;
-use std::sync::Arc;
 use std::time::Duration;
 
 use axum::Json;
@@ -20,17 +20,15 @@ use axum::response::{IntoResponse, Response};
 use futures::{Stream, StreamExt};
 use serde::Deserialize;
 
-use tracing::Instrument;
-
 use super::GatewayState;
-use super::answer::ports::AnswerRef;
-use super::answer::{Answer, Recorder};
+use super::answer::Asking;
 use super::auth::ChatUser;
 use super::error::GatewayError;
 use super::ids::{ConversationId, MessageId, ToolCallId};
-use super::live::{CancelOutcome, Events, Running};
+use super::live::{CancelOutcome, Events};
 use crate::trace_context::TraceContext;
 use approvals::Decision;
+use start::NewAnswer;
 use views::{Cancelled, ConversationView, Decided};
 
 #[derive(Debug, Deserialize)]
@@ -47,7 +45,10 @@ fn parse_id<T: std::str::FromStr>(what: &'static str, text: &str) -> Result<T, G
 }
 
 /// JSON bodies whose rejections are the gateway's envelope.
-fn body<T>(result: Result<Json<T>, JsonRejection>, limit: usize) -> Result<T, GatewayError> {
+pub(crate) fn body<T>(
+    result: Result<Json<T>, JsonRejection>,
+    limit: usize,
+) -> Result<T, GatewayError> {
     match result {
         Ok(Json(value)) => Ok(value),
         Err(JsonRejection::MissingJsonContentType(_)) => Err(GatewayError::UnsupportedMediaType(
@@ -74,7 +75,7 @@ fn stream(events: Events, watching: impl Send + 'static, keepalive: Duration) ->
     sse(events, keepalive)
 }
 
-fn sse(
+pub(crate) fn sse(
     events: impl Stream<Item = Result<Event, Infallible>> + Send + 'static,
     keepalive: Duration,
 ) -> Response {
@@ -125,65 +126,24 @@ pub async fn ask(
         }
         None => Vec::new(),
     };
-    let answer = AnswerRef {
-        message: MessageId::new(),
-        conversation: continued.clone().unwrap_or_default(),
-        owner: user.subject.clone(),
-    };
-    state.live.admit(&answer).await.inspect_err(|error| {
-        if let GatewayError::RateLimited { reason, .. } = error {
-            tracing::info!(subject = ?user.subject, reason = ?reason, "question refused");
-        }
-        state.gateway_metrics.refused("limited");
-    })?;
-    let local = state.live.local().start(answer.clone());
-    let watching = state.live.local().watching(&answer.message);
-    let events = state
-        .live
-        .follow(&answer.message, &answer.owner, 0)
-        .await?
-        .ok_or_else(|| GatewayError::Internal(anyhow::anyhow!("a new answer has no log")))?;
-    // The question is stored beside the model's first request, in order before any
-    // part of the answer.
-    let question_stored = state.tasks.spawn({
-        let (store, answer, text) = (state.store.clone(), answer.clone(), text.clone());
-        let new = continued.is_none();
-        async move { store.save_question(&answer, new, &text).await }
-    });
-    let recorder = Recorder::new(
-        answer.clone(),
-        Arc::new(Running::new(local, state.live.clone(), 0)),
-        Arc::new(state.store.clone()),
-        state.gateway_metrics.clone(),
-        arrived,
+    let started = start::start(
+        &state,
+        NewAnswer {
+            user,
+            trace,
+            arrived,
+            continued,
+            history,
+            question: text,
+            asking: Asking::Person,
+        },
     )
-    .after(question_stored);
-    recorder
-        .meta(state.answerer.models.primary(), None)
-        .await
-        .map_err(|e| GatewayError::Internal(e.0))?;
-    let response = stream(events, watching, state.settings.sse_keepalive);
-    let message_id = answer.message;
-    tracing::info!(%message_id, subject = ?user.subject, "question received");
-    let answerer = state.answerer.clone();
-    // The answer outlives the request, and its logs keep the request's trace.
-    let span = tracing::info_span!(
-        "generation",
-        %message_id,
-        trace_id = %trace.trace_id(),
-    );
-    state.tasks.spawn(
-        async move {
-            let answer = Answer {
-                recorder: &recorder,
-                user: &user,
-                trace,
-            };
-            answerer.run(&answer, history, text).await;
-        }
-        .instrument(span),
-    );
-    Ok(response)
+    .await?;
+    Ok(stream(
+        started.events,
+        started.watching,
+        state.settings.sse_keepalive,
+    ))
 }
 
 /// `GET /api/v1/resos/stream/chat/{message_id}`: watch again, after `Last-Event-ID`,

@@ -30,7 +30,7 @@ use futures::stream::BoxStream;
 
 pub use event::LoggedEvent;
 pub use limits::{Admission, LocalModelLimits, ModelLimits, ModelPermit};
-pub use local::{Local, LocalAnswer};
+pub use local::{Local, LocalAnswer, Watching};
 pub use running::Running;
 
 use crate::gateway::answer::ports::AnswerRef;

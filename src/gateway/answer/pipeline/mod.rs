@@ -98,13 +98,11 @@ impl Answerer {
         };
         if tool.needs_approval {
             let verdict = permission::approved(self.approvals.as_ref(), answer, &shown).await?;
-            if let Err(reason) = verdict {
+            if let Err(refusal) = verdict {
                 recorder
-                    .call_finished(started, ToolStatus::Denied, reason)
+                    .call_finished(started, ToolStatus::Denied, refusal.summary())
                     .await?;
-                return Ok(format!(
-                    "The user did not allow this call ({reason}). Nothing was changed. Tell the user, and do not try it again unless they ask."
-                ));
+                return Ok(refusal.tell_model());
             }
         }
         let context = CallContext {

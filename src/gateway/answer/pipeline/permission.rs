@@ -2,9 +2,9 @@
 //! policy first, then, for a call that changes data (or that the operator put behind
 //! approval), the person's own yes.
 
-use super::super::Answer;
 use super::super::ports::{ApprovalRequest, Approver, StoreResult, Verdict};
 use super::super::recorder::ShownCall;
+use super::super::{Answer, Asking};
 use crate::gateway::tools::RegisteredTool;
 use crate::gateway::tools::policy::{Refused, ToolPolicy};
 
@@ -31,13 +31,43 @@ pub fn allowed(
     Ok(policy.for_roles(&answer.user.roles).check(tool)?)
 }
 
-/// Asks the person, unless an approval of this very call is still remembered.
-/// `Err` is why the call may not run.
+/// Why a call that needs approval may not run.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Unapproved {
+    /// The person was asked: denied, not in time, or the answer was stopped.
+    Decided(&'static str),
+    /// Nobody could be asked, for this reason.
+    CannotAsk(&'static str),
+}
+
+impl Unapproved {
+    /// The call's summary, as its `tool_result` shows it.
+    pub fn summary(&self) -> &'static str {
+        match self {
+            Self::Decided(reason) | Self::CannotAsk(reason) => reason,
+        }
+    }
+
+    /// What the model is told instead of the tool's result.
+    pub fn tell_model(&self) -> String {
+        match self {
+            Self::Decided(reason) => format!(
+                "The user did not allow this call ({reason}). Nothing was changed. Tell the user, and do not try it again unless they ask."
+            ),
+            Self::CannotAsk(reason) => format!(
+                "Refused: this call needs the user's approval, and {reason}. Nothing was changed. Tell the user that this change cannot be made from here, and do not try it again."
+            ),
+        }
+    }
+}
+
+/// Asks the person, unless an approval of this very call is still remembered or
+/// nobody can be asked. `Err` is why the call may not run.
 pub async fn approved(
     approver: &dyn Approver,
     answer: &Answer<'_>,
     shown: &ShownCall,
-) -> StoreResult<Result<(), &'static str>> {
+) -> StoreResult<Result<(), Unapproved>> {
     let request = ApprovalRequest {
         id: &shown.id,
         answer: answer.recorder.answer(),
@@ -48,6 +78,9 @@ pub async fn approved(
     if approver.remembered(&request).await? {
         return Ok(Ok(()));
     }
+    if let Asking::Never { why } = answer.asking {
+        return Ok(Err(Unapproved::CannotAsk(why)));
+    }
     let expires_at = approver.open(&request).await?;
     answer.recorder.approval_required(shown, expires_at).await?;
     let _waiting = answer.recorder.waiting_for_approval();
@@ -56,8 +89,8 @@ pub async fn approved(
         .await?;
     Ok(match verdict {
         Verdict::Approved | Verdict::Remembered => Ok(()),
-        Verdict::Denied => Err("denied by the user"),
-        Verdict::Expired => Err("not approved in time"),
-        Verdict::Cancelled => Err("cancelled"),
+        Verdict::Denied => Err(Unapproved::Decided("denied by the user")),
+        Verdict::Expired => Err(Unapproved::Decided("not approved in time")),
+        Verdict::Cancelled => Err(Unapproved::Decided("cancelled")),
     })
 }
