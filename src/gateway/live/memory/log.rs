@@ -161,16 +161,27 @@ impl EventLog {
             .execute(&mut *tx)
             .await?;
         }
-        let mut insert = sqlx::QueryBuilder::<sqlx::Any>::new(
-            "INSERT INTO answer_events (message_id, seq, name, data) ",
+        // `QueryBuilder<Any>` would write `?` placeholders, which PostgreSQL refuses;
+        // both databases take `$n`.
+        let rows: Vec<String> = (0..batch.len())
+            .map(|i| {
+                let n = i * 4;
+                format!("(${}, ${}, ${}, ${})", n + 1, n + 2, n + 3, n + 4)
+            })
+            .collect();
+        let text = format!(
+            "INSERT INTO answer_events (message_id, seq, name, data) VALUES {}",
+            rows.join(", ")
         );
-        insert.push_values(batch, |mut row, Append { answer, event }| {
-            row.push_bind(answer.message.as_str())
-                .push_bind(event.seq as i64)
-                .push_bind(&*event.name)
-                .push_bind(&*event.data);
-        });
-        insert.build().execute(&mut *tx).await?;
+        let mut insert = sqlx::query(sqlx::AssertSqlSafe(text));
+        for Append { answer, event } in batch {
+            insert = insert
+                .bind(answer.message.as_str())
+                .bind(event.seq as i64)
+                .bind(&*event.name)
+                .bind(&*event.data);
+        }
+        insert.execute(&mut *tx).await?;
         for Append { answer, .. } in batch.iter().filter(|a| a.event.is_done()) {
             sqlx::query(
                 "UPDATE answers SET status = 'finished', finished_at = $1 WHERE id = $2 AND status = 'running'",
