@@ -4,8 +4,15 @@
 //!
 //!     cargo bench --bench mcp_tools_call [-- --calls 2000]
 
-// A benchmark that cannot run its calls has nothing to report: failing loudly is right.
-#![allow(clippy::expect_used, clippy::unwrap_used)]
+#![expect(
+    clippy::expect_used,
+    reason = "a benchmark that cannot run its calls has nothing to report: failing loudly is right"
+)]
+#![expect(clippy::print_stdout, reason = "a benchmark prints its table")]
+#![expect(
+    clippy::disallowed_methods,
+    reason = "the benchmark's own concurrent clients, not request code"
+)]
 
 use std::time::{Duration, Instant};
 

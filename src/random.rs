@@ -11,7 +11,10 @@ pub fn token(bytes: usize) -> String {
 pub fn bytes(len: usize) -> Vec<u8> {
     let mut buf = vec![0u8; len];
     // The OS generator failing leaves nothing safe to do but stop.
-    #[allow(clippy::expect_used)]
+    #[expect(
+        clippy::expect_used,
+        reason = "no random bytes: nothing safe is left to do"
+    )]
     getrandom::fill(&mut buf).expect("the operating system's random generator failed");
     buf
 }

@@ -5,6 +5,10 @@ use tokio_util::sync::CancellationToken;
 pub fn on_signal() -> CancellationToken {
     let token = CancellationToken::new();
     let trigger = token.clone();
+    #[expect(
+        clippy::disallowed_methods,
+        reason = "the signal watcher lives as long as the process"
+    )]
     tokio::spawn(async move {
         wait_for_signal().await;
         tracing::info!("shutdown signal received; finishing in-flight requests");

@@ -55,6 +55,8 @@ pub struct App {
     upstream: CancellationToken,
     /// The gateway's answers.
     tasks: TaskTracker,
+    /// The roles' servers and the app's own watchers.
+    servers: TaskTracker,
     running: Vec<Running>,
 }
 
@@ -162,7 +164,9 @@ impl App {
             Role::Backend | Role::Mcp => self.upstream.child_token(),
         };
         let router = self.router(role, stop.clone()).await?;
-        let server = tokio::spawn(http::serve(role.name(), listener, router, stop.clone()));
+        let server = self
+            .servers
+            .spawn(http::serve(role.name(), listener, router, stop.clone()));
         self.running.push(Running { role, stop, server });
         Ok(())
     }
@@ -228,9 +232,10 @@ impl Bound {
             None
         };
         let tasks = TaskTracker::new();
+        let servers = TaskTracker::new();
         let upstream = if runs(Role::Gateway) && (runs(Role::Backend) || runs(Role::Mcp)) {
             let upstream = CancellationToken::new();
-            tokio::spawn({
+            servers.spawn({
                 let (shutdown, upstream, tasks) =
                     (shutdown.clone(), upstream.clone(), tasks.clone());
                 let grace = grace(&settings);
@@ -252,6 +257,7 @@ impl Bound {
             shutdown,
             upstream,
             tasks,
+            servers,
             running: Vec::new(),
         };
         for (role, listener) in self.listeners {

@@ -271,6 +271,10 @@ impl std::fmt::Debug for JwksCache {
 }
 
 #[cfg(test)]
+#[expect(
+    clippy::disallowed_methods,
+    reason = "tests start their own servers and concurrent callers"
+)]
 mod tests {
     use std::sync::Arc;
     use std::sync::atomic::{AtomicUsize, Ordering};

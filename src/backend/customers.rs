@@ -9,7 +9,7 @@ use super::list::{ListParams, ListResponse, Listing};
 use super::model::Customer;
 use super::{BackendState, Json, Reader, resources};
 
-pub const COLUMNS: &str = "c.id, c.name, c.email, c.phone, c.created_at, c.last_booking_at, c.booking_count, c.total_spent, c.metadata";
+pub(super) const COLUMNS: &str = "c.id, c.name, c.email, c.phone, c.created_at, c.last_booking_at, c.booking_count, c.total_spent, c.metadata";
 
 const LISTING: Listing = Listing {
     name: "customer",
@@ -59,7 +59,7 @@ impl From<CustomerRow> for Customer {
         (status = 401, description = "Missing or invalid token", body = super::ErrorBody),
     ),
     security(("bearer" = ["backend.read"])))]
-pub async fn list(
+pub(super) async fn list(
     _auth: Reader,
     State(state): State<BackendState>,
     ApiQuery(params): ApiQuery<ListParams>,
@@ -75,7 +75,7 @@ pub async fn list(
         (status = 404, description = "No such customer", body = super::ErrorBody),
     ),
     security(("bearer" = ["backend.read"])))]
-pub async fn get(
+pub(super) async fn get(
     _auth: Reader,
     State(state): State<BackendState>,
     Path(id): Path<String>,

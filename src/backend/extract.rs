@@ -10,7 +10,7 @@ use super::error::{ApiError, FieldError};
 
 /// A JSON body; malformed JSON, wrong types, a missing content type and an oversized
 /// body each get their own clear error.
-pub struct AppJson<T>(pub T);
+pub(super) struct AppJson<T>(pub T);
 
 impl<S, T> FromRequest<S> for AppJson<T>
 where
@@ -33,7 +33,7 @@ where
 
 /// The configured body limit, for the 413 message.
 #[derive(Clone, Copy)]
-pub struct BodyLimit(pub usize);
+pub(super) struct BodyLimit(pub usize);
 
 fn json_rejection(rejection: JsonRejection, limit: usize) -> ApiError {
     match rejection {
@@ -70,7 +70,7 @@ fn json_rejection(rejection: JsonRejection, limit: usize) -> ApiError {
 }
 
 /// Query parameters; a value of the wrong type is a 400 that names the parameter.
-pub struct ApiQuery<T>(pub T);
+pub(super) struct ApiQuery<T>(pub T);
 
 impl<S, T> FromRequestParts<S> for ApiQuery<T>
 where

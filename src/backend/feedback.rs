@@ -76,7 +76,7 @@ impl From<FeedbackRow> for Feedback {
         (status = 400, description = "Invalid limit, sort or customQuery", body = super::ErrorBody),
     ),
     security(("bearer" = ["backend.read"])))]
-pub async fn list(
+pub(super) async fn list(
     _auth: Reader,
     State(state): State<BackendState>,
     ApiQuery(params): ApiQuery<ListParams>,
@@ -92,7 +92,7 @@ pub async fn list(
         (status = 404, description = "No such feedback", body = super::ErrorBody),
     ),
     security(("bearer" = ["backend.read"])))]
-pub async fn get(
+pub(super) async fn get(
     _auth: Reader,
     State(state): State<BackendState>,
     Path(id): Path<String>,

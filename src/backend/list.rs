@@ -14,12 +14,12 @@ use super::query::{self, BindValue, QueryError, Resource};
 use super::sql::Sql;
 use crate::db::Db;
 
-pub const MAX_LIMIT: i64 = 100;
+pub(super) const MAX_LIMIT: i64 = 100;
 
 #[derive(Debug, Default, Deserialize, IntoParams)]
 #[serde(rename_all = "camelCase")]
 #[into_params(parameter_in = Query)]
-pub struct ListParams {
+pub(super) struct ListParams {
     /// Records to return, 1 to 100 (default 100).
     pub limit: Option<i64>,
     /// Records to skip (default 0).
@@ -32,7 +32,7 @@ pub struct ListParams {
 
 /// A WHERE clause under construction; every value is bound, numbered by [`Sql`].
 #[derive(Debug, Default)]
-pub struct Conditions {
+pub(super) struct Conditions {
     sql: Sql,
 }
 
@@ -47,19 +47,19 @@ impl Conditions {
     }
 
     /// `column_op` is trusted SQL such as `b.date >=`; the value is bound.
-    pub fn add(&mut self, column_op: &'static str, value: BindValue) {
+    pub(super) fn add(&mut self, column_op: &'static str, value: BindValue) {
         self.next().push(column_op).push(" ").push_bind(value);
     }
 
     /// `column IN (…)` over trusted values.
-    pub fn add_in(&mut self, column: &'static str, values: &[&str]) {
+    pub(super) fn add_in(&mut self, column: &'static str, values: &[&str]) {
         self.next()
             .push(column)
             .push(" IN ")
             .push_list(values.iter().map(|v| BindValue::Text((*v).to_owned())));
     }
 
-    pub fn add_filter(&mut self, input: &str, resource: &Resource) -> Result<(), ApiError> {
+    pub(super) fn add_filter(&mut self, input: &str, resource: &Resource) -> Result<(), ApiError> {
         // The filter's placeholders continue this clause's: numbered from the builder.
         if let Some(filter) = query::compile_filter(input, resource, self.sql.next_placeholder())
             .map_err(|e| query_error("customQuery", e))?
@@ -71,7 +71,7 @@ impl Conditions {
 }
 
 /// A list request resolved against a resource: filter, order and page.
-pub struct ListQuery {
+pub(super) struct ListQuery {
     pub conditions: Conditions,
     pub order_by: String,
     pub limit: i64,
@@ -80,7 +80,7 @@ pub struct ListQuery {
 
 impl ListParams {
     /// `default_order` and `tiebreaker` are trusted ORDER BY items.
-    pub fn resolve(
+    pub(super) fn resolve(
         &self,
         resource: &Resource,
         mut conditions: Conditions,
@@ -139,7 +139,7 @@ impl ListQuery {
 }
 
 /// How one resource is read: its columns and tables, its filter whitelist, its order.
-pub struct Listing {
+pub(super) struct Listing {
     /// For "… not found" messages.
     pub name: &'static str,
     pub resource: &'static Resource,
@@ -153,7 +153,7 @@ pub struct Listing {
 
 impl Listing {
     /// A page of rows, and how many rows match the filter in all.
-    pub async fn page<R>(
+    pub(super) async fn page<R>(
         &self,
         db: &Db,
         params: &ListParams,
@@ -181,7 +181,7 @@ impl Listing {
         Ok((total, rows))
     }
 
-    pub async fn one<R>(&self, db: &Db, id: &str) -> Result<R, ApiError>
+    pub(super) async fn one<R>(&self, db: &Db, id: &str) -> Result<R, ApiError>
     where
         R: for<'r> FromRow<'r, AnyRow> + Send + Unpin,
     {
@@ -200,7 +200,7 @@ impl Listing {
 impl Listing {
     /// The whole read path of `GET /{resource}`: a page of rows `R` as models `M`,
     /// with the number matching in `X-Total-Count`.
-    pub async fn list<R, M>(&self, db: &Db, params: &ListParams) -> ListResponse<M>
+    pub(super) async fn list<R, M>(&self, db: &Db, params: &ListParams) -> ListResponse<M>
     where
         R: for<'r> FromRow<'r, AnyRow> + Send + Unpin + Into<M>,
     {
@@ -209,7 +209,7 @@ impl Listing {
     }
 
     /// The whole read path of `GET /{resource}/{id}`: row `R` as model `M`, or a 404.
-    pub async fn get<R, M>(&self, db: &Db, id: &str) -> Result<Json<M>, ApiError>
+    pub(super) async fn get<R, M>(&self, db: &Db, id: &str) -> Result<Json<M>, ApiError>
     where
         R: for<'r> FromRow<'r, AnyRow> + Send + Unpin + Into<M>,
     {
@@ -218,10 +218,10 @@ impl Listing {
 }
 
 /// What a list endpoint answers.
-pub type ListResponse<M> = Result<(HeaderMap, Json<Vec<M>>), ApiError>;
+pub(super) type ListResponse<M> = Result<(HeaderMap, Json<Vec<M>>), ApiError>;
 
 /// A list response: the items, with the number matching in `X-Total-Count`.
-pub fn with_total<T>(total: i64, items: T) -> (HeaderMap, Json<T>) {
+pub(super) fn with_total<T>(total: i64, items: T) -> (HeaderMap, Json<T>) {
     let mut headers = HeaderMap::new();
     headers.insert("x-total-count", HeaderValue::from(total));
     (headers, Json(items))

@@ -58,7 +58,7 @@ impl From<OpeningHoursRow> for OpeningHours {
         (status = 400, description = "Invalid limit, sort or customQuery", body = super::ErrorBody),
     ),
     security(("bearer" = ["backend.read"])))]
-pub async fn list(
+pub(super) async fn list(
     _auth: Reader,
     State(state): State<BackendState>,
     ApiQuery(params): ApiQuery<ListParams>,
@@ -74,7 +74,7 @@ pub async fn list(
         (status = 404, description = "No such opening period", body = super::ErrorBody),
     ),
     security(("bearer" = ["backend.read"])))]
-pub async fn get(
+pub(super) async fn get(
     _auth: Reader,
     State(state): State<BackendState>,
     Path(id): Path<String>,

@@ -12,31 +12,31 @@ use sqlx::{Any, FromRow};
 use super::query::BindValue;
 
 #[derive(Debug, Default)]
-pub struct Sql {
+pub(super) struct Sql {
     text: String,
     binds: Vec<BindValue>,
 }
 
 impl Sql {
-    pub fn new(text: impl Into<String>) -> Self {
+    pub(super) fn new(text: impl Into<String>) -> Self {
         Self {
             text: text.into(),
             binds: Vec::new(),
         }
     }
 
-    pub fn is_empty(&self) -> bool {
+    pub(super) fn is_empty(&self) -> bool {
         self.text.is_empty()
     }
 
     /// Appends trusted SQL text.
-    pub fn push(&mut self, text: &str) -> &mut Self {
+    pub(super) fn push(&mut self, text: &str) -> &mut Self {
         self.text.push_str(text);
         self
     }
 
     /// Appends a placeholder for `value`.
-    pub fn push_bind(&mut self, value: BindValue) -> &mut Self {
+    pub(super) fn push_bind(&mut self, value: BindValue) -> &mut Self {
         self.binds.push(value);
         self.text.push('$');
         self.text.push_str(&self.binds.len().to_string());
@@ -44,7 +44,7 @@ impl Sql {
     }
 
     /// Appends `(p1, p2, …)` over `values`.
-    pub fn push_list(&mut self, values: impl IntoIterator<Item = BindValue>) -> &mut Self {
+    pub(super) fn push_list(&mut self, values: impl IntoIterator<Item = BindValue>) -> &mut Self {
         self.push("(");
         for (i, value) in values.into_iter().enumerate() {
             if i > 0 {
@@ -57,20 +57,20 @@ impl Sql {
 
     /// The number the next placeholder gets, for text rendered elsewhere whose
     /// placeholders continue this builder's (the `customQuery` compiler's).
-    pub fn next_placeholder(&self) -> usize {
+    pub(super) fn next_placeholder(&self) -> usize {
         self.binds.len() + 1
     }
 
     /// Appends text whose placeholders were numbered from [`Sql::next_placeholder`],
     /// with its values in order.
-    pub fn push_numbered(&mut self, text: &str, binds: Vec<BindValue>) -> &mut Self {
+    pub(super) fn push_numbered(&mut self, text: &str, binds: Vec<BindValue>) -> &mut Self {
         self.text.push_str(text);
         self.binds.extend(binds);
         self
     }
 
     /// Trusted text without values, then `rest`: its placeholders keep their numbers.
-    pub fn prefixed(prefix: &str, rest: &Sql) -> Self {
+    pub(super) fn prefixed(prefix: &str, rest: &Sql) -> Self {
         Self {
             text: format!("{prefix}{}", rest.text),
             binds: rest.binds.clone(),
@@ -82,7 +82,7 @@ impl Sql {
         &self.text
     }
 
-    pub fn query_as<'q, R>(&self) -> sqlx::query::QueryAs<'q, Any, R, AnyArguments>
+    pub(super) fn query_as<'q, R>(&self) -> sqlx::query::QueryAs<'q, Any, R, AnyArguments>
     where
         R: for<'r> FromRow<'r, AnyRow>,
     {

@@ -8,9 +8,9 @@ use super::list::{ListParams, ListResponse, Listing};
 use super::model::{Area, Table};
 use super::{BackendState, Reader, resources};
 
-pub const COLUMNS: &str = "t.id, t.name, t.seats_min, t.seats_max, t.internal_note, \
+pub(super) const COLUMNS: &str = "t.id, t.name, t.seats_min, t.seats_max, t.internal_note, \
     a.id AS area_id, a.name AS area_name, a.internal_note AS area_internal_note, a.booking_priority AS area_booking_priority";
-pub const FROM: &str = "FROM dining_tables t JOIN areas a ON a.id = t.area_id";
+pub(super) const FROM: &str = "FROM dining_tables t JOIN areas a ON a.id = t.area_id";
 
 const LISTING: Listing = Listing {
     name: "table",
@@ -61,7 +61,7 @@ impl From<TableRow> for Table {
         (status = 400, description = "Invalid limit, sort or customQuery", body = super::ErrorBody),
     ),
     security(("bearer" = ["backend.read"])))]
-pub async fn list(
+pub(super) async fn list(
     _auth: Reader,
     State(state): State<BackendState>,
     ApiQuery(params): ApiQuery<ListParams>,

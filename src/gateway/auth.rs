@@ -13,7 +13,7 @@ use super::error::GatewayError;
 use super::ids::Subject;
 use crate::auth::{AuthErrorKind, authenticate};
 
-pub const CSRF_HEADER: &str = "x-csrf-token";
+pub(super) const CSRF_HEADER: &str = "x-csrf-token";
 
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum Via {

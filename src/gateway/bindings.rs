@@ -3,8 +3,6 @@
 //! `frontend/src/api/generated.ts`. This test fails when that file is not what the
 //! Rust types say; `MAITRED_WRITE_BINDINGS=1 cargo test bindings` rewrites it.
 
-#![allow(clippy::unwrap_used)]
-
 use ts_rs::TS;
 
 use super::chat::events::{

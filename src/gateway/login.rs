@@ -23,7 +23,7 @@ use crate::http::client_ip::ClientIp;
 /// Longer `return_to` values are not a page of ours; they are dropped.
 const MAX_RETURN_TO: usize = 2048;
 
-pub fn routes() -> Router<GatewayState> {
+pub(super) fn routes() -> Router<GatewayState> {
     Router::new()
         .route("/login", get(login))
         .route("/login/callback", get(callback))

@@ -139,7 +139,7 @@ fn reserved(path: &str) -> bool {
 }
 
 /// The router's fallback: a UI file, or `index.html` for the app's own routes.
-pub async fn serve(
+pub(super) async fn serve(
     State(state): State<GatewayState>,
     method: Method,
     uri: Uri,

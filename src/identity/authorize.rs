@@ -101,7 +101,7 @@ impl IntoResponse for Rejection {
     }
 }
 
-pub async fn show_login(
+pub(super) async fn show_login(
     State(identity): State<SharedIdentity>,
     RawQuery(query): RawQuery,
     jar: CookieJar,
@@ -114,7 +114,7 @@ pub async fn show_login(
     login_form(&identity, jar, &params, &request, "", None, StatusCode::OK)
 }
 
-pub async fn submit_login(
+pub(super) async fn submit_login(
     State(identity): State<SharedIdentity>,
     ClientIp(ip): ClientIp,
     jar: CookieJar,
@@ -186,7 +186,7 @@ pub async fn submit_login(
         resource: Some(request.resource.clone()),
         code_challenge: Some(request.code_challenge.clone()),
         nonce: request.nonce.clone(),
-        family_id: uuid::Uuid::new_v4().to_string(),
+        family_id: uuid::Uuid::now_v7().to_string(),
         expires_at: chrono::Utc::now().timestamp() + CODE_TTL_SECS,
     };
     if let Err(error) = store::insert_code(&identity.db, &code, &grant).await {

@@ -29,15 +29,17 @@ fn metadata(identity: &SharedIdentity) -> Value {
     })
 }
 
-pub async fn openid_configuration(State(identity): State<SharedIdentity>) -> Json<Value> {
+pub(super) async fn openid_configuration(State(identity): State<SharedIdentity>) -> Json<Value> {
     Json(metadata(&identity))
 }
 
-pub async fn authorization_server_metadata(State(identity): State<SharedIdentity>) -> Json<Value> {
+pub(super) async fn authorization_server_metadata(
+    State(identity): State<SharedIdentity>,
+) -> Json<Value> {
     Json(metadata(&identity))
 }
 
-pub async fn jwks(State(identity): State<SharedIdentity>) -> impl IntoResponse {
+pub(super) async fn jwks(State(identity): State<SharedIdentity>) -> impl IntoResponse {
     (
         [(header::CACHE_CONTROL, "public, max-age=300")],
         Json(identity.tokens.keys.jwks()),

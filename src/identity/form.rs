@@ -6,14 +6,14 @@ use axum::http::{HeaderMap, header};
 
 use super::error::OAuthError;
 
-pub struct Params(Vec<(String, String)>);
+pub(super) struct Params(Vec<(String, String)>);
 
 impl Params {
-    pub fn from_query(query: Option<&str>) -> Self {
+    pub(super) fn from_query(query: Option<&str>) -> Self {
         Self(parse(query.unwrap_or_default().as_bytes()))
     }
 
-    pub fn from_form(headers: &HeaderMap, body: &Bytes) -> Result<Self, OAuthError> {
+    pub(super) fn from_form(headers: &HeaderMap, body: &Bytes) -> Result<Self, OAuthError> {
         let content_type = headers
             .get(header::CONTENT_TYPE)
             .and_then(|v| v.to_str().ok())
@@ -30,7 +30,7 @@ impl Params {
     }
 
     /// A parameter that may appear at most once; empty counts as absent.
-    pub fn one(&self, name: &str) -> Result<Option<&str>, OAuthError> {
+    pub(super) fn one(&self, name: &str) -> Result<Option<&str>, OAuthError> {
         let mut values = self.0.iter().filter(|(k, _)| k == name).map(|(_, v)| v);
         let first = values.next();
         if values.next().is_some() {
@@ -41,12 +41,12 @@ impl Params {
         Ok(first.map(String::as_str).filter(|v| !v.is_empty()))
     }
 
-    pub fn required(&self, name: &str) -> Result<&str, OAuthError> {
+    pub(super) fn required(&self, name: &str) -> Result<&str, OAuthError> {
         self.one(name)?
             .ok_or_else(|| OAuthError::invalid_request(format!("the parameter {name} is missing")))
     }
 
-    pub fn all(&self, name: &str) -> Vec<&str> {
+    pub(super) fn all(&self, name: &str) -> Vec<&str> {
         self.0
             .iter()
             .filter(|(k, v)| k == name && !v.is_empty())
@@ -54,7 +54,7 @@ impl Params {
             .collect()
     }
 
-    pub fn pairs(&self) -> &[(String, String)] {
+    pub(super) fn pairs(&self) -> &[(String, String)] {
         &self.0
     }
 }

@@ -21,7 +21,7 @@ struct StoredKey {
     created_at: String,
 }
 
-pub struct KeyRing {
+pub(super) struct KeyRing {
     active_kid: String,
     active: EncodingKey,
     /// (kid, public key) of every stored key, newest first: what the JWKS publishes.
@@ -31,7 +31,7 @@ pub struct KeyRing {
 impl KeyRing {
     /// Loads the keys; on an empty table makes one. Two replicas starting at once
     /// may both insert; both then sign with the oldest key, and the JWKS lists all.
-    pub async fn load_or_create(db: &Db) -> anyhow::Result<Self> {
+    pub(super) async fn load_or_create(db: &Db) -> anyhow::Result<Self> {
         if Self::rows(db).await?.is_empty() {
             let mut seed = [0u8; 32];
             seed.copy_from_slice(&crate::random::bytes(32));
@@ -82,20 +82,20 @@ impl KeyRing {
         .context("reading signing keys")
     }
 
-    pub fn sign<T: Serialize>(&self, claims: &T) -> anyhow::Result<String> {
+    pub(super) fn sign<T: Serialize>(&self, claims: &T) -> anyhow::Result<String> {
         let mut header = Header::new(Algorithm::EdDSA);
         header.kid = Some(self.active_kid.clone());
         jsonwebtoken::encode(&header, claims, &self.active).context("signing a token")
     }
 
-    pub fn jwks(&self) -> Value {
+    pub(super) fn jwks(&self) -> Value {
         json!({ "keys": self.public.iter().map(|(kid, x)| json!({
             "kty": "OKP", "crv": "Ed25519", "use": "sig", "alg": "EdDSA", "kid": kid, "x": x,
         })).collect::<Vec<_>>() })
     }
 
     /// The key for `kid`, to check our own tokens without a round trip through the JWKS.
-    pub fn decoding_key(&self, kid: &str) -> Option<DecodingKey> {
+    pub(super) fn decoding_key(&self, kid: &str) -> Option<DecodingKey> {
         self.public
             .iter()
             .find(|(k, _)| k == kid)

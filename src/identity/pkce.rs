@@ -7,14 +7,14 @@ use sha2::{Digest, Sha256};
 use subtle::ConstantTimeEq;
 
 /// 43 to 128 characters of the unreserved set (RFC 7636 §4.1); challenges share the shape.
-pub fn well_formed(value: &str) -> bool {
+pub(super) fn well_formed(value: &str) -> bool {
     (43..=128).contains(&value.len())
         && value
             .bytes()
             .all(|b| b.is_ascii_alphanumeric() || matches!(b, b'-' | b'.' | b'_' | b'~'))
 }
 
-pub fn verify(verifier: &str, challenge: &str) -> bool {
+pub(super) fn verify(verifier: &str, challenge: &str) -> bool {
     if !well_formed(verifier) {
         return false;
     }

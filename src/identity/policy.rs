@@ -5,11 +5,11 @@ use super::registry::Client;
 
 /// No `scope` asked means every scope the client has; asking for more is an error
 /// rather than a silent narrowing, so a misconfiguration shows up at once.
-pub fn scopes(requested: Option<&str>, client: &Client) -> Result<Vec<String>, OAuthError> {
+pub(super) fn scopes(requested: Option<&str>, client: &Client) -> Result<Vec<String>, OAuthError> {
     scopes_within(requested, &client.scopes, &client.id)
 }
 
-pub fn scopes_within(
+pub(super) fn scopes_within(
     requested: Option<&str>,
     allowed: &[String],
     client_id: &str,
@@ -33,7 +33,7 @@ pub fn scopes_within(
 }
 
 /// RFC 8707: one resource per token, and only one the client is registered for.
-pub fn audience(resources: &[&str], client: &Client) -> Result<String, OAuthError> {
+pub(super) fn audience(resources: &[&str], client: &Client) -> Result<String, OAuthError> {
     match resources {
         [] => client
             .default_audience()
@@ -62,7 +62,7 @@ pub fn audience(resources: &[&str], client: &Client) -> Result<String, OAuthErro
 /// user authorized, never another. Asking for a different `resource` is refused
 /// rather than honoured, so a grant made for one service cannot be turned into
 /// tokens for another the same client may also reach.
-pub fn granted_audience(
+pub(super) fn granted_audience(
     resources: &[&str],
     granted: Option<&str>,
     client: &Client,

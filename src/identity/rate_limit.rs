@@ -29,7 +29,7 @@ struct Guesses {
     wrong: u32,
 }
 
-pub struct AuthRateLimit {
+pub(super) struct AuthRateLimit {
     addresses: Budget<IpAddr>,
     clients: Budget<String>,
     guesses: Mutex<HashMap<(String, IpAddr), Guesses>>,
@@ -38,7 +38,7 @@ pub struct AuthRateLimit {
 }
 
 impl AuthRateLimit {
-    pub fn per_minute(requests: u32) -> Self {
+    pub(super) fn per_minute(requests: u32) -> Self {
         let addresses = Budget::per_minute(requests);
         Self {
             max_guesses: addresses.burst(),
@@ -49,7 +49,7 @@ impl AuthRateLimit {
     }
 
     /// Spends one from the address's budget: for requests that prove nothing.
-    pub fn address(&self, ip: IpAddr) -> Result<(), OAuthError> {
+    pub(super) fn address(&self, ip: IpAddr) -> Result<(), OAuthError> {
         self.addresses.spend(&ip).map_err(|wait| {
             tracing::warn!(%ip, "auth rate limit exceeded");
             OAuthError::rate_limited(wait.as_secs().max(1))
@@ -57,7 +57,7 @@ impl AuthRateLimit {
     }
 
     /// Spends one from the budget of a client that authenticated with its secret.
-    pub fn client(&self, client_id: &str) -> Result<(), OAuthError> {
+    pub(super) fn client(&self, client_id: &str) -> Result<(), OAuthError> {
         self.clients.spend(&client_id.to_owned()).map_err(|wait| {
             tracing::warn!(client_id, "auth rate limit exceeded by a client");
             OAuthError::rate_limited(wait.as_secs().max(1))
@@ -65,7 +65,7 @@ impl AuthRateLimit {
     }
 
     /// Whether a secret for `client_id` from `ip` may be checked at all.
-    pub fn may_check_secret(&self, client_id: &str, ip: IpAddr) -> Result<(), OAuthError> {
+    pub(super) fn may_check_secret(&self, client_id: &str, ip: IpAddr) -> Result<(), OAuthError> {
         let guesses = self.guesses.lock().unwrap_or_else(|e| e.into_inner());
         match guesses.get(&(client_id.to_owned(), ip)) {
             Some(g) if g.wrong >= self.max_guesses && g.since.elapsed() < GUESS_WINDOW => {
@@ -78,7 +78,7 @@ impl AuthRateLimit {
     }
 
     /// Remembers a wrong secret for `client_id` from `ip`.
-    pub fn wrong_secret(&self, client_id: &str, ip: IpAddr) {
+    pub(super) fn wrong_secret(&self, client_id: &str, ip: IpAddr) {
         let mut guesses = self.guesses.lock().unwrap_or_else(|e| e.into_inner());
         if guesses.len() > MAX_TRACKED {
             guesses.retain(|_, g| g.since.elapsed() < GUESS_WINDOW);

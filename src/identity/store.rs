@@ -6,12 +6,12 @@ use sqlx::{FromRow, Row};
 
 use crate::db::Db;
 
-pub fn hash(secret: &str) -> String {
+pub(super) fn hash(secret: &str) -> String {
     hex::encode(Sha256::digest(secret.as_bytes()))
 }
 
 #[derive(Debug, Clone, FromRow)]
-pub struct CodeGrant {
+pub(super) struct CodeGrant {
     pub client_id: String,
     pub subject: String,
     pub redirect_uri: String,
@@ -25,7 +25,7 @@ pub struct CodeGrant {
 }
 
 #[derive(Debug, Clone, FromRow)]
-pub struct RefreshGrant {
+pub(super) struct RefreshGrant {
     pub family_id: String,
     pub client_id: String,
     pub subject: String,
@@ -35,14 +35,14 @@ pub struct RefreshGrant {
     pub revoked: i64,
 }
 
-pub enum Redeemed<T> {
+pub(super) enum Redeemed<T> {
     Fresh(T),
     /// Presented before: a sign of theft.
     Reused(T),
     Unknown,
 }
 
-pub async fn insert_code(db: &Db, code: &str, grant: &CodeGrant) -> Result<(), sqlx::Error> {
+pub(super) async fn insert_code(db: &Db, code: &str, grant: &CodeGrant) -> Result<(), sqlx::Error> {
     let now = chrono::Utc::now().timestamp();
     sqlx::query("DELETE FROM authorization_codes WHERE expires_at < $1")
         .bind(now - 3600)
@@ -68,7 +68,7 @@ pub async fn insert_code(db: &Db, code: &str, grant: &CodeGrant) -> Result<(), s
 }
 
 /// Marks the code used; exactly one concurrent redeemer sees `Fresh`.
-pub async fn redeem_code(db: &Db, code: &str) -> Result<Redeemed<CodeGrant>, sqlx::Error> {
+pub(super) async fn redeem_code(db: &Db, code: &str) -> Result<Redeemed<CodeGrant>, sqlx::Error> {
     let code_hash = hash(code);
     let Some(grant) = sqlx::query_as::<_, CodeGrant>(
         "SELECT client_id, subject, redirect_uri, scope, resource, code_challenge, nonce, family_id, expires_at FROM authorization_codes WHERE code_hash = $1",
@@ -92,7 +92,7 @@ pub async fn redeem_code(db: &Db, code: &str) -> Result<Redeemed<CodeGrant>, sql
     })
 }
 
-pub struct NewRefresh<'a> {
+pub(super) struct NewRefresh<'a> {
     pub family_id: &'a str,
     pub client_id: &'a str,
     pub subject: &'a str,
@@ -101,7 +101,11 @@ pub struct NewRefresh<'a> {
     pub expires_at: i64,
 }
 
-pub async fn insert_refresh(db: &Db, token: &str, new: &NewRefresh<'_>) -> Result<(), sqlx::Error> {
+pub(super) async fn insert_refresh(
+    db: &Db,
+    token: &str,
+    new: &NewRefresh<'_>,
+) -> Result<(), sqlx::Error> {
     let now = chrono::Utc::now().timestamp();
     sqlx::query(
         "INSERT INTO refresh_tokens (token_hash, family_id, client_id, subject, scope, resource, expires_at, used_at, revoked, created_at) \
@@ -121,7 +125,10 @@ pub async fn insert_refresh(db: &Db, token: &str, new: &NewRefresh<'_>) -> Resul
 }
 
 /// Rotation: the presented token is spent; exactly one concurrent redeemer sees `Fresh`.
-pub async fn redeem_refresh(db: &Db, token: &str) -> Result<Redeemed<RefreshGrant>, sqlx::Error> {
+pub(super) async fn redeem_refresh(
+    db: &Db,
+    token: &str,
+) -> Result<Redeemed<RefreshGrant>, sqlx::Error> {
     let token_hash = hash(token);
     let Some(grant) = sqlx::query_as::<_, RefreshGrant>(
         "SELECT family_id, client_id, subject, scope, resource, expires_at, revoked FROM refresh_tokens WHERE token_hash = $1",
@@ -149,7 +156,7 @@ pub async fn redeem_refresh(db: &Db, token: &str) -> Result<Redeemed<RefreshGran
 }
 
 /// Revokes every refresh token of a family (a login session).
-pub async fn revoke_family(db: &Db, family_id: &str) -> Result<u64, sqlx::Error> {
+pub(super) async fn revoke_family(db: &Db, family_id: &str) -> Result<u64, sqlx::Error> {
     Ok(
         sqlx::query("UPDATE refresh_tokens SET revoked = 1 WHERE family_id = $1")
             .bind(family_id)
@@ -159,7 +166,7 @@ pub async fn revoke_family(db: &Db, family_id: &str) -> Result<u64, sqlx::Error>
     )
 }
 
-pub async fn family_revoked(db: &Db, family_id: &str) -> Result<bool, sqlx::Error> {
+pub(super) async fn family_revoked(db: &Db, family_id: &str) -> Result<bool, sqlx::Error> {
     let row =
         sqlx::query("SELECT COUNT(*) FROM refresh_tokens WHERE family_id = $1 AND revoked = 1")
             .bind(family_id)

@@ -22,7 +22,7 @@ use crate::http::client_ip::ClientIp;
 const REFRESH_LIFETIME_SECS: i64 = 14 * 24 * 3600;
 
 #[derive(Serialize)]
-pub struct TokenResponse {
+pub(super) struct TokenResponse {
     access_token: String,
     token_type: &'static str,
     expires_in: u64,
@@ -46,7 +46,7 @@ impl IntoResponse for TokenResponse {
     }
 }
 
-pub async fn token(
+pub(super) async fn token(
     State(identity): State<SharedIdentity>,
     ClientIp(ip): ClientIp,
     headers: HeaderMap,

@@ -46,24 +46,24 @@ struct IdClaims<'a> {
 }
 
 /// Who a token is about: a user (authorization code) or the client itself.
-pub enum Subject<'a> {
+pub(super) enum Subject<'a> {
     User(&'a User),
     Client,
 }
 
-pub struct Issued {
+pub(super) struct Issued {
     pub token: String,
     pub expires_in: u64,
 }
 
-pub struct TokenIssuer {
+pub(super) struct TokenIssuer {
     pub issuer: String,
     pub keys: KeyRing,
     pub access_ttl: Duration,
 }
 
 impl TokenIssuer {
-    pub fn access_token(
+    pub(super) fn access_token(
         &self,
         subject: &Subject<'_>,
         client_id: &str,
@@ -83,7 +83,7 @@ impl TokenIssuer {
             exp: now + ttl,
             iat: now,
             nbf: now,
-            jti: uuid::Uuid::new_v4().to_string(),
+            jti: uuid::Uuid::now_v7().to_string(),
             scope: scopes.join(" "),
             client_id,
             roles: user.map_or_else(Vec::new, |u| u.roles.iter().map(|r| r.as_str()).collect()),
@@ -97,7 +97,7 @@ impl TokenIssuer {
         })
     }
 
-    pub fn id_token(
+    pub(super) fn id_token(
         &self,
         user: &User,
         client_id: &str,

@@ -16,7 +16,7 @@ struct Claims {
     scope: String,
 }
 
-pub async fn userinfo(
+pub(super) async fn userinfo(
     State(identity): State<SharedIdentity>,
     headers: HeaderMap,
 ) -> Result<Json<Value>, OAuthError> {

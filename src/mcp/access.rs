@@ -28,7 +28,7 @@ use crate::auth::{AuthErrorKind, Principal, TokenVerifier, authenticate};
 const MAX_INSPECTED_BODY: usize = 4 * 1024 * 1024;
 
 /// RFC 9728 Protected Resource Metadata for `/mcp`.
-pub fn resource_metadata(resource: &str, issuer: &str) -> Value {
+pub(super) fn resource_metadata(resource: &str, issuer: &str) -> Value {
     json!({
         "resource": resource,
         "authorization_servers": [issuer],
@@ -38,12 +38,12 @@ pub fn resource_metadata(resource: &str, issuer: &str) -> Value {
     })
 }
 
-pub async fn metadata_document(State(document): State<Arc<Value>>) -> Json<Value> {
+pub(super) async fn metadata_document(State(document): State<Arc<Value>>) -> Json<Value> {
     Json(document.as_ref().clone())
 }
 
 /// Every request needs a valid token for this resource carrying an MCP scope.
-pub async fn require_token(
+pub(super) async fn require_token(
     State(verifier): State<Arc<TokenVerifier>>,
     request: Request,
     next: Next,
@@ -67,7 +67,7 @@ pub async fn require_token(
 
 /// A `tools/call` of a write tool needs `mcp.write`, of a read tool `mcp.read`: the
 /// step-up answer of the MCP authorization spec, decided before rmcp sees the call.
-pub async fn require_tool_scope(
+pub(super) async fn require_tool_scope(
     State((server, verifier)): State<(McpServer, Arc<TokenVerifier>)>,
     request: Request,
     next: Next,
@@ -155,7 +155,7 @@ impl SessionOwners {
 }
 
 /// A session id presented by another subject than the one that created it is refused.
-pub async fn bind_sessions(
+pub(super) async fn bind_sessions(
     State(owners): State<SessionOwners>,
     request: Request,
     next: Next,
@@ -196,13 +196,13 @@ pub async fn bind_sessions(
 }
 
 /// rmcp's session manager, forgetting a session's owner when the session ends.
-pub struct OwnedSessions<M> {
+pub(super) struct OwnedSessions<M> {
     inner: M,
     owners: SessionOwners,
 }
 
 impl<M> OwnedSessions<M> {
-    pub fn new(inner: M, owners: SessionOwners) -> Self {
+    pub(super) fn new(inner: M, owners: SessionOwners) -> Self {
         Self { inner, owners }
     }
 }

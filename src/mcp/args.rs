@@ -6,7 +6,7 @@ use serde::Deserialize;
 
 #[derive(Debug, Default, Deserialize, JsonSchema)]
 #[serde(rename_all = "camelCase", deny_unknown_fields)]
-pub struct ListArgs {
+pub(super) struct ListArgs {
     /// How many records to return, 1 to 100 (default 100).
     #[schemars(range(min = 1, max = 100))]
     pub limit: Option<u32>,
@@ -20,7 +20,7 @@ pub struct ListArgs {
 
 #[derive(Debug, Deserialize, JsonSchema)]
 #[serde(rename_all = "camelCase", deny_unknown_fields)]
-pub struct IdArgs {
+pub(super) struct IdArgs {
     /// The record's `_id`, as returned by the list tool.
     #[schemars(length(min = 1, max = 64))]
     pub id: String,
@@ -28,7 +28,7 @@ pub struct IdArgs {
 
 #[derive(Debug, Default, Deserialize, JsonSchema)]
 #[serde(rename_all = "camelCase", deny_unknown_fields)]
-pub struct BookingListArgs {
+pub(super) struct BookingListArgs {
     /// First date to include, `YYYY-MM-DD`.
     #[schemars(extend("format" = "date"))]
     pub from_date: Option<String>,
@@ -50,7 +50,7 @@ pub struct BookingListArgs {
 
 #[derive(Debug, Default, Deserialize, JsonSchema)]
 #[serde(rename_all = "camelCase", deny_unknown_fields)]
-pub struct AvailableDatesArgs {
+pub(super) struct AvailableDatesArgs {
     /// Party size (default 2).
     #[schemars(range(min = 1, max = 999))]
     pub people: Option<u32>,
@@ -61,7 +61,7 @@ pub struct AvailableDatesArgs {
 
 #[derive(Debug, Deserialize, JsonSchema)]
 #[serde(rename_all = "camelCase", deny_unknown_fields)]
-pub struct AvailableTimesArgs {
+pub(super) struct AvailableTimesArgs {
     /// The date, `YYYY-MM-DD`.
     #[schemars(extend("format" = "date"))]
     pub date: String,
@@ -75,7 +75,7 @@ pub struct AvailableTimesArgs {
 
 #[derive(Debug, Clone, Copy, Deserialize, JsonSchema)]
 #[serde(rename_all = "snake_case")]
-pub enum NewStatus {
+pub(super) enum NewStatus {
     Request,
     Approved,
     Waitlist,
@@ -83,7 +83,7 @@ pub enum NewStatus {
 
 #[derive(Debug, Deserialize, JsonSchema)]
 #[serde(rename_all = "camelCase", deny_unknown_fields)]
-pub struct CreateBookingArgs {
+pub(super) struct CreateBookingArgs {
     /// The date, `YYYY-MM-DD`.
     #[schemars(extend("format" = "date"))]
     pub date: String,
@@ -115,7 +115,7 @@ pub struct CreateBookingArgs {
 
 #[derive(Debug, Clone, Copy, Deserialize, JsonSchema)]
 #[serde(rename_all = "snake_case")]
-pub enum Status {
+pub(super) enum Status {
     Request,
     Approved,
     Declined,
@@ -129,7 +129,7 @@ pub enum Status {
 
 #[derive(Debug, Deserialize, JsonSchema)]
 #[serde(rename_all = "camelCase", deny_unknown_fields)]
-pub struct UpdateBookingArgs {
+pub(super) struct UpdateBookingArgs {
     /// The booking's `_id`.
     #[schemars(length(min = 1, max = 64))]
     pub id: String,
@@ -153,7 +153,7 @@ pub struct UpdateBookingArgs {
 
 #[derive(Debug, Clone, Copy, Default, Deserialize, JsonSchema)]
 #[serde(rename_all = "snake_case")]
-pub enum Visibility {
+pub(super) enum Visibility {
     /// An internal note, for the restaurant only.
     #[default]
     Internal,
@@ -163,7 +163,7 @@ pub enum Visibility {
 
 #[derive(Debug, Deserialize, JsonSchema)]
 #[serde(rename_all = "camelCase", deny_unknown_fields)]
-pub struct AddBookingNoteArgs {
+pub(super) struct AddBookingNoteArgs {
     /// The booking's `_id`.
     #[schemars(length(min = 1, max = 64))]
     pub id: String,
@@ -175,7 +175,7 @@ pub struct AddBookingNoteArgs {
 }
 
 impl Status {
-    pub fn as_str(self) -> &'static str {
+    pub(super) fn as_str(self) -> &'static str {
         match self {
             Status::Request => "request",
             Status::Approved => "approved",
@@ -191,7 +191,7 @@ impl Status {
 }
 
 impl NewStatus {
-    pub fn as_str(self) -> &'static str {
+    pub(super) fn as_str(self) -> &'static str {
         match self {
             NewStatus::Request => "request",
             NewStatus::Approved => "approved",

@@ -9,7 +9,7 @@ use crate::auth::{AuthError, AuthErrorKind};
 use crate::http::error::oauth_body;
 
 #[derive(Debug, thiserror::Error)]
-pub enum McpHttpError {
+pub(super) enum McpHttpError {
     #[error(transparent)]
     Auth(#[from] AuthError),
     #[error("this session belongs to another subject")]

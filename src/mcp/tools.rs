@@ -35,7 +35,7 @@ impl From<BackendError> for Refusal {
 }
 
 /// Runs `entry`'s tool; the outcome says how it ended, for the logs and metrics.
-pub async fn run(
+pub(super) async fn run(
     entry: &Entry,
     backend: BackendClient,
     arguments: Option<JsonObject>,

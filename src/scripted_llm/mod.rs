@@ -151,7 +151,7 @@ impl ScriptedLlm {
     /// Serves `script` on 127.0.0.1 on a free port.
     pub async fn start(script: Script) -> std::io::Result<Self> {
         let listener = TcpListener::bind((Ipv4Addr::LOCALHOST, 0)).await?;
-        Ok(Self::start_on(listener, script).await)
+        Ok(Self::start_on(listener, script))
     }
 
     /// Like [`ScriptedLlm::start`], and requires `Authorization: Bearer <key>`.
@@ -160,7 +160,7 @@ impl ScriptedLlm {
     }
 
     /// Serves `script` on an already bound listener.
-    pub async fn start_on(listener: TcpListener, script: Script) -> Self {
+    pub fn start_on(listener: TcpListener, script: Script) -> Self {
         // A bound listener always has a local address; the fallback only keeps
         // this constructor infallible.
         let addr = listener
@@ -174,6 +174,10 @@ impl ScriptedLlm {
         let listener = axum::serve::ListenerExt::tap_io(listener, |stream| {
             let _ = stream.set_nodelay(true);
         });
+        #[expect(
+            clippy::disallowed_methods,
+            reason = "a test double's server, stopped by its own handle"
+        )]
         let task = tokio::spawn(async move {
             let served = axum::serve(listener, app)
                 .with_graceful_shutdown(cancel.cancelled_owned())
@@ -258,7 +262,7 @@ pub async fn serve_from_file(path: &Path, addr: SocketAddr) -> anyhow::Result<()
     let listener = TcpListener::bind(addr)
         .await
         .with_context(|| format!("binding {addr}"))?;
-    let llm = ScriptedLlm::start_on(listener, script).await;
+    let llm = ScriptedLlm::start_on(listener, script);
     tracing::info!(base_url = %llm.base_url(), turns, "scripted LLM listening");
     tokio::signal::ctrl_c()
         .await

@@ -62,7 +62,7 @@ pub fn origin(url: &str) -> String {
 }
 
 /// https, or http to this machine only (a TLS-terminating proxy on the same host).
-pub fn secure_or_loopback(url: &str) -> bool {
+pub(super) fn secure_or_loopback(url: &str) -> bool {
     let Ok(url) = url::Url::parse(url) else {
         return false;
     };

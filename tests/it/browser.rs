@@ -6,18 +6,18 @@ use serde_json::Value;
 
 use crate::helpers::TestApp;
 
-pub struct Browser {
+pub(crate) struct Browser {
     pub http: reqwest::Client,
 }
 
 /// A signed-in browser and the CSRF token its writes carry.
-pub struct SignedIn {
+pub(crate) struct SignedIn {
     pub browser: Browser,
     pub csrf: String,
 }
 
 impl Browser {
-    pub fn new() -> Self {
+    pub(crate) fn new() -> Self {
         Self {
             http: reqwest::Client::builder()
                 .cookie_store(true)
@@ -29,7 +29,7 @@ impl Browser {
 
     /// `/login` (with `return_to`, if any), then the identity provider's form, signed
     /// in as `username`; stops before the callback and returns its URL.
-    pub async fn sign_in_until_callback(
+    pub(crate) async fn sign_in_until_callback(
         &self,
         app: &TestApp,
         username: &str,
@@ -103,11 +103,11 @@ impl Browser {
         callback
     }
 
-    pub async fn get(&self, url: &str) -> reqwest::Response {
+    pub(crate) async fn get(&self, url: &str) -> reqwest::Response {
         self.http.get(url).send().await.unwrap()
     }
 
-    pub async fn status(&self, app: &TestApp) -> Value {
+    pub(crate) async fn status(&self, app: &TestApp) -> Value {
         self.get(&format!("{}/api/auth/status", app.gateway_url))
             .await
             .json()
@@ -116,7 +116,7 @@ impl Browser {
     }
 
     /// The whole sign-in, landing back on the gateway.
-    pub async fn sign_in(self, app: &TestApp, username: &str) -> SignedIn {
+    pub(crate) async fn sign_in(self, app: &TestApp, username: &str) -> SignedIn {
         let callback = self.sign_in_until_callback(app, username, None).await;
         let landed = self.get(&callback).await;
         assert_eq!(landed.status(), 303, "{}", landed.text().await.unwrap());

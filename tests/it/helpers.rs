@@ -27,14 +27,14 @@ fn init_logs() {
 
 /// Which database a test runs against.
 #[derive(Clone, Debug)]
-pub enum Database {
+pub(crate) enum Database {
     Sqlite,
     Postgres(String),
 }
 
 impl Database {
     /// PostgreSQL from `TEST_DATABASE_URL`; CI must have it, a laptop may not.
-    pub fn postgres() -> Option<Self> {
+    pub(crate) fn postgres() -> Option<Self> {
         match std::env::var("TEST_DATABASE_URL") {
             Ok(url) if !url.is_empty() => Some(Self::Postgres(url)),
             _ if std::env::var("CI").is_ok_and(|v| v == "true") => {
@@ -47,7 +47,7 @@ impl Database {
         }
     }
 
-    pub async fn url(&self, data_dir: &std::path::Path) -> String {
+    pub(crate) async fn url(&self, data_dir: &std::path::Path) -> String {
         match self {
             Self::Sqlite => sqlite_url(&data_dir.join("maitred.db")),
             Self::Postgres(base) => {
@@ -78,10 +78,12 @@ impl Database {
                 }
                 let schema = format!(
                     "maitred_test_{now}_{}",
-                    uuid::Uuid::new_v4()
+                    // The random end of a v7 id: its start is the time, shared by
+                    // tests that begin in the same millisecond.
+                    uuid::Uuid::now_v7()
                         .simple()
                         .to_string()
-                        .get(..12)
+                        .get(20..)
                         .unwrap_or("x")
                 );
                 sqlx::query(sqlx::AssertSqlSafe(format!("CREATE SCHEMA {schema}")))
@@ -96,7 +98,7 @@ impl Database {
     }
 }
 
-pub struct TestApp {
+pub(crate) struct TestApp {
     /// The backend role's base URL (also the issuer).
     pub url: String,
     pub api: String,
@@ -115,14 +117,14 @@ pub struct TestApp {
 }
 
 /// The gateway's model in a test.
-pub enum Llm {
+pub(crate) enum Llm {
     Offline,
     Scripted(Script),
 }
 
 /// maitred's own MCP role as the gateway's configured server `name` (a tweak can
 /// then mark it read-only or point it elsewhere): its dev secret is made now.
-pub fn own_mcp_server(settings: &Settings, name: &str) -> ServerConfig {
+pub(crate) fn own_mcp_server(settings: &Settings, name: &str) -> ServerConfig {
     let credentials = DevCredentials::load_or_create(&settings.data_dir).expect("dev credentials");
     ServerConfig {
         name: name.to_owned(),
@@ -148,7 +150,7 @@ pub fn own_mcp_server(settings: &Settings, name: &str) -> ServerConfig {
 }
 
 /// Dev-mode settings on free loopback ports, with the limits tests would trip.
-pub fn test_settings(data_dir: PathBuf, database_url: String) -> Settings {
+pub(crate) fn test_settings(data_dir: PathBuf, database_url: String) -> Settings {
     let mut settings = Settings::local(data_dir, database_url);
     settings.identity.rate_limit_per_minute = 10_000;
     settings.mcp.backend_timeout = Duration::from_secs(2);
@@ -160,16 +162,16 @@ pub fn test_settings(data_dir: PathBuf, database_url: String) -> Settings {
 }
 
 impl TestApp {
-    pub async fn spawn(database: &Database) -> Self {
+    pub(crate) async fn spawn(database: &Database) -> Self {
         Self::spawn_with(database, |_| {}).await
     }
 
-    pub async fn spawn_with(database: &Database, tweak: impl FnOnce(&mut Settings)) -> Self {
+    pub(crate) async fn spawn_with(database: &Database, tweak: impl FnOnce(&mut Settings)) -> Self {
         Self::spawn_chat(database, Llm::Offline, tweak).await
     }
 
     /// All three roles; the gateway answers with `llm`.
-    pub async fn spawn_chat(
+    pub(crate) async fn spawn_chat(
         database: &Database,
         llm: Llm,
         tweak: impl FnOnce(&mut Settings),
@@ -225,7 +227,7 @@ impl TestApp {
     }
 
     /// Stops every role and starts them again on the same ports, data dir and database.
-    pub async fn restart(mut self) -> Self {
+    pub(crate) async fn restart(mut self) -> Self {
         let settings = self.settings.clone();
         let data_dir = self.data_dir.clone();
         let llm = self.llm.take();
@@ -243,12 +245,12 @@ impl TestApp {
     }
 
     /// Stops the backend role alone (the MCP role keeps running).
-    pub async fn stop_backend(&mut self) {
+    pub(crate) async fn stop_backend(&mut self) {
         self.app().stop_role(Role::Backend).await;
     }
 
     /// Starts the backend role again on its port.
-    pub async fn start_backend(&mut self) {
+    pub(crate) async fn start_backend(&mut self) {
         self.app()
             .start_role(Role::Backend)
             .await
@@ -256,19 +258,19 @@ impl TestApp {
     }
 
     /// Stops the MCP role alone.
-    pub async fn stop_mcp(&mut self) {
+    pub(crate) async fn stop_mcp(&mut self) {
         self.app().stop_role(Role::Mcp).await;
     }
 
     /// Starts the MCP role again on its port.
-    pub async fn start_mcp(&mut self) {
+    pub(crate) async fn start_mcp(&mut self) {
         self.app()
             .start_role(Role::Mcp)
             .await
             .expect("restart the MCP role");
     }
 
-    pub async fn stop(mut self) {
+    pub(crate) async fn stop(mut self) {
         if let Some(app) = self.app.take() {
             app.stop().await;
         }
@@ -277,15 +279,15 @@ impl TestApp {
         }
     }
 
-    pub fn data_dir(&self) -> &std::path::Path {
+    pub(crate) fn data_dir(&self) -> &std::path::Path {
         self.data_dir.path()
     }
 
-    pub fn credentials(&self) -> DevCredentials {
+    pub(crate) fn credentials(&self) -> DevCredentials {
         DevCredentials::load(self.data_dir.path()).expect("dev credentials")
     }
 
-    pub fn secret(&self, client: &str) -> String {
+    pub(crate) fn secret(&self, client: &str) -> String {
         self.credentials()
             .client_secret(client)
             .expect("a demo client")
@@ -293,7 +295,7 @@ impl TestApp {
     }
 
     /// A client-credentials token, or the error response as JSON.
-    pub async fn try_token(&self, client: &str, form: &[(&str, &str)]) -> (u16, Value) {
+    pub(crate) async fn try_token(&self, client: &str, form: &[(&str, &str)]) -> (u16, Value) {
         let mut fields = vec![("grant_type", "client_credentials")];
         fields.extend_from_slice(form);
         let response = self
@@ -307,18 +309,18 @@ impl TestApp {
         (response.status().as_u16(), response.json().await.unwrap())
     }
 
-    pub async fn token(&self, client: &str, form: &[(&str, &str)]) -> String {
+    pub(crate) async fn token(&self, client: &str, form: &[(&str, &str)]) -> String {
         let (status, body) = self.try_token(client, form).await;
         assert_eq!(status, 200, "token request failed: {body}");
         body["access_token"].as_str().unwrap().to_owned()
     }
 
     /// A token for the backend with both scopes (the MCP server's client).
-    pub async fn backend_token(&self) -> String {
+    pub(crate) async fn backend_token(&self) -> String {
         self.token("maitred-mcp", &[]).await
     }
 
-    pub async fn get(&self, path: &str, token: &str) -> reqwest::Response {
+    pub(crate) async fn get(&self, path: &str, token: &str) -> reqwest::Response {
         self.http
             .get(format!("{}{path}", self.api))
             .bearer_auth(token)
@@ -327,7 +329,7 @@ impl TestApp {
             .unwrap()
     }
 
-    pub async fn get_json(&self, path: &str, token: &str) -> Value {
+    pub(crate) async fn get_json(&self, path: &str, token: &str) -> Value {
         let response = self.get(path, token).await;
         let status = response.status();
         let body: Value = response.json().await.unwrap();
@@ -335,7 +337,12 @@ impl TestApp {
         body
     }
 
-    pub async fn post_json(&self, path: &str, token: &str, body: &Value) -> reqwest::Response {
+    pub(crate) async fn post_json(
+        &self,
+        path: &str,
+        token: &str,
+        body: &Value,
+    ) -> reqwest::Response {
         self.http
             .post(format!("{}{path}", self.api))
             .bearer_auth(token)
@@ -345,7 +352,12 @@ impl TestApp {
             .unwrap()
     }
 
-    pub async fn put_json(&self, path: &str, token: &str, body: &Value) -> reqwest::Response {
+    pub(crate) async fn put_json(
+        &self,
+        path: &str,
+        token: &str,
+        body: &Value,
+    ) -> reqwest::Response {
         self.http
             .put(format!("{}{path}", self.api))
             .bearer_auth(token)
@@ -380,20 +392,20 @@ macro_rules! on_both_databases {
 
 /// One server-sent event.
 #[derive(Debug, Clone)]
-pub struct SseEvent {
+pub(crate) struct SseEvent {
     pub id: Option<u64>,
     pub event: String,
     pub data: Value,
 }
 
 /// Reads a `text/event-stream` response event by event.
-pub struct SseReader {
+pub(crate) struct SseReader {
     response: reqwest::Response,
     buffer: String,
 }
 
 impl SseReader {
-    pub fn new(response: reqwest::Response) -> Self {
+    pub(crate) fn new(response: reqwest::Response) -> Self {
         Self {
             response,
             buffer: String::new(),
@@ -401,7 +413,7 @@ impl SseReader {
     }
 
     /// The next event (comments such as keep-alives skipped), or `None` at the end.
-    pub async fn next(&mut self) -> Option<SseEvent> {
+    pub(crate) async fn next(&mut self) -> Option<SseEvent> {
         loop {
             if let Some(end) = self.buffer.find("\n\n") {
                 let block: String = self.buffer.drain(..end + 2).collect();
@@ -435,7 +447,7 @@ impl SseReader {
     }
 
     /// Every remaining event, up to and including `done`.
-    pub async fn rest(&mut self) -> Vec<SseEvent> {
+    pub(crate) async fn rest(&mut self) -> Vec<SseEvent> {
         let mut events = Vec::new();
         while let Some(event) = self.next().await {
             let done = event.event == "done";
@@ -448,7 +460,7 @@ impl SseReader {
     }
 
     /// Events until one named `name` (included).
-    pub async fn until(&mut self, name: &str) -> Vec<SseEvent> {
+    pub(crate) async fn until(&mut self, name: &str) -> Vec<SseEvent> {
         let mut events = Vec::new();
         while let Some(event) = self.next().await {
             let found = event.event == name;
@@ -462,7 +474,7 @@ impl SseReader {
 }
 
 /// The text of every `token` event, joined.
-pub fn answer(events: &[SseEvent]) -> String {
+pub(crate) fn answer(events: &[SseEvent]) -> String {
     events
         .iter()
         .filter(|e| e.event == "token")
@@ -472,7 +484,12 @@ pub fn answer(events: &[SseEvent]) -> String {
 
 impl TestApp {
     /// `POST /stream/chat` with a bearer token.
-    pub async fn ask(&self, token: &str, question: &str, conversation: Option<&str>) -> SseReader {
+    pub(crate) async fn ask(
+        &self,
+        token: &str,
+        question: &str,
+        conversation: Option<&str>,
+    ) -> SseReader {
         let mut body = serde_json::json!({ "question": question });
         if let Some(id) = conversation {
             body["conversation_id"] = id.into();
@@ -496,7 +513,12 @@ impl TestApp {
     }
 
     /// `GET /stream/chat/{message_id}`, after `last_seen` when given.
-    pub async fn watch(&self, token: &str, message_id: &str, last_seen: Option<u64>) -> SseReader {
+    pub(crate) async fn watch(
+        &self,
+        token: &str,
+        message_id: &str,
+        last_seen: Option<u64>,
+    ) -> SseReader {
         let mut request = self
             .http
             .get(format!(
@@ -518,7 +540,7 @@ impl TestApp {
     }
 
     /// The stored messages of a conversation, as the API returns them.
-    pub async fn stored_messages(&self, token: &str, conversation: &str) -> Vec<Value> {
+    pub(crate) async fn stored_messages(&self, token: &str, conversation: &str) -> Vec<Value> {
         let stored: Value = self
             .gateway_get(
                 &format!("/api/v1/resos/conversations/{conversation}"),
@@ -532,7 +554,7 @@ impl TestApp {
     }
 
     /// Waits until the scripted upstream has no stream open (at most ~5 s).
-    pub async fn upstream_idle(&self) -> bool {
+    pub(crate) async fn upstream_idle(&self) -> bool {
         let llm = self.llm.as_ref().expect("a scripted LLM");
         for _ in 0..250 {
             if llm.open_streams() == 0 {
@@ -544,11 +566,16 @@ impl TestApp {
     }
 
     /// A chat token, as `maitred token --client maitred-cli` gets one.
-    pub async fn chat_token(&self) -> String {
+    pub(crate) async fn chat_token(&self) -> String {
         self.token("maitred-cli", &[]).await
     }
 
-    pub async fn gateway_post(&self, path: &str, token: &str, body: &Value) -> reqwest::Response {
+    pub(crate) async fn gateway_post(
+        &self,
+        path: &str,
+        token: &str,
+        body: &Value,
+    ) -> reqwest::Response {
         self.http
             .post(format!("{}{path}", self.gateway_url))
             .bearer_auth(token)
@@ -558,7 +585,7 @@ impl TestApp {
             .unwrap()
     }
 
-    pub async fn gateway_get(&self, path: &str, token: &str) -> reqwest::Response {
+    pub(crate) async fn gateway_get(&self, path: &str, token: &str) -> reqwest::Response {
         self.http
             .get(format!("{}{path}", self.gateway_url))
             .bearer_auth(token)

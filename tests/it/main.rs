@@ -1,7 +1,19 @@
 //! The one integration test binary: every role started in-process on port 0 and
 //! driven over real HTTP with real tokens, on SQLite and on PostgreSQL.
 
-#![allow(clippy::unwrap_used, clippy::expect_used)]
+#![expect(
+    clippy::unwrap_used,
+    clippy::expect_used,
+    reason = "a test that cannot go on should stop at once, saying where"
+)]
+#![expect(
+    clippy::disallowed_methods,
+    reason = "tests start their own servers and clients; the TaskTracker rule is for request code"
+)]
+#![expect(
+    clippy::print_stdout,
+    reason = "tests that measure print their figures"
+)]
 
 mod browser;
 mod helpers;

@@ -21,7 +21,7 @@ const FIRST_TOKEN_DELAY: Duration = Duration::from_millis(500);
 const KEEPALIVE: Duration = Duration::from_millis(150);
 
 /// nginx started on a copy of `deploy/nginx.conf`, stopped when dropped.
-pub struct Nginx {
+pub(crate) struct Nginx {
     child: Child,
     dir: tempfile::TempDir,
     pub backend: String,
@@ -61,7 +61,7 @@ fn replace(text: &str, from: &str, to: &str) -> String {
 
 impl Nginx {
     /// Ports chosen first: the roles must be told their public URLs before they start.
-    pub fn ports() -> [u16; 3] {
+    pub(crate) fn ports() -> [u16; 3] {
         [free_port(), free_port(), free_port()]
     }
 
@@ -79,7 +79,7 @@ impl Nginx {
 
     /// Listens on `ports` (backend, gateway, mcp) and balances each over its
     /// `upstreams`, round-robin as the shipped file has it.
-    pub fn start_upstreams(ports: [u16; 3], upstreams: [&[u16]; 3]) -> Self {
+    pub(crate) fn start_upstreams(ports: [u16; 3], upstreams: [&[u16]; 3]) -> Self {
         let dir = tempfile::tempdir().unwrap();
         let shipped = Path::new(env!("CARGO_MANIFEST_DIR")).join("deploy/nginx.conf");
         let mut config = std::fs::read_to_string(shipped).unwrap();

@@ -237,7 +237,7 @@ async fn the_models_are_listed_and_errors_come_in_openais_shape() {
     assert_eq!(not_found["param"], "model");
 
     // Larger than the body limit.
-    let long = "x".repeat(app.settings.body_limit + 1);
+    let long = "x".repeat(app.settings.backend.body_limit + 1);
     let response = post(
         &app,
         Some(&token),
@@ -265,7 +265,7 @@ async fn past_the_persons_limit_a_question_is_a_429_in_openais_shape() {
     let app = TestApp::spawn_chat(
         &Database::Sqlite,
         Llm::Scripted(Script::repeat(Turn::text("Hi."))),
-        |s| s.gateway_role.file.limits.requests_per_minute = 1,
+        |s| s.gateway.file.limits.requests_per_minute = 1,
     )
     .await;
     let token = app.chat_token().await;

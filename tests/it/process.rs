@@ -12,7 +12,7 @@ use serde_json::{Value, json};
 
 use crate::helpers::SseReader;
 
-pub fn free_port() -> u16 {
+pub(crate) fn free_port() -> u16 {
     TcpListener::bind((Ipv4Addr::LOCALHOST, 0))
         .unwrap()
         .local_addr()
@@ -21,7 +21,7 @@ pub fn free_port() -> u16 {
 }
 
 /// One running `maitred` process; killed if the test ends first.
-pub struct Maitred {
+pub(crate) struct Maitred {
     child: Option<Child>,
     command: Vec<String>,
     env: Vec<(String, String)>,
@@ -32,7 +32,12 @@ pub struct Maitred {
 impl Maitred {
     /// `maitred <args>` with `MAITRED_DATA_DIR=data` and `env`; waits until every URL
     /// in `ready` answers `/readyz`.
-    pub async fn start(args: &[&str], data: &Path, env: &[(&str, String)], ready: &[&str]) -> Self {
+    pub(crate) async fn start(
+        args: &[&str],
+        data: &Path,
+        env: &[(&str, String)],
+        ready: &[&str],
+    ) -> Self {
         let log = data.join(format!("maitred-{}-{}.log", args.join("-"), free_port()));
         let mut process = Self {
             child: None,
@@ -92,16 +97,16 @@ impl Maitred {
     }
 
     /// The process's log so far.
-    pub fn log(&self) -> String {
+    pub(crate) fn log(&self) -> String {
         std::fs::read_to_string(&self.log).unwrap_or_default()
     }
 
-    pub fn pid(&self) -> u32 {
+    pub(crate) fn pid(&self) -> u32 {
         self.child.as_ref().unwrap().id()
     }
 
     /// `kill -9`: no shutdown, no last write.
-    pub fn kill(&mut self) {
+    pub(crate) fn kill(&mut self) {
         if let Some(mut child) = self.child.take() {
             child.kill().unwrap();
             child.wait().unwrap();
@@ -109,7 +114,7 @@ impl Maitred {
     }
 
     /// `kill -TERM`, then waits for the exit.
-    pub async fn terminate(&mut self) -> std::process::ExitStatus {
+    pub(crate) async fn terminate(&mut self) -> std::process::ExitStatus {
         let pid = self.pid().to_string();
         assert!(
             Command::new("kill")
@@ -130,13 +135,13 @@ impl Maitred {
     }
 
     /// Starts the same process again, on the same ports, data and database.
-    pub async fn restart(&mut self, ready: &[&str]) {
+    pub(crate) async fn restart(&mut self, ready: &[&str]) {
         assert!(self.child.is_none(), "stop it first");
         self.spawn(ready).await;
     }
 
     /// A client-credentials token from the issuer at `backend`, with the dev secret.
-    pub async fn token(&self, backend: &str, client: &str) -> String {
+    pub(crate) async fn token(&self, backend: &str, client: &str) -> String {
         let secret = DevCredentials::load(&self.data)
             .unwrap()
             .client_secret(client)
@@ -164,14 +169,14 @@ impl Drop for Maitred {
 }
 
 /// The ports of one `maitred all`, and the environment that sets them.
-pub struct Ports {
+pub(crate) struct Ports {
     pub backend: u16,
     pub gateway: u16,
     pub mcp: u16,
 }
 
 impl Ports {
-    pub fn free() -> Self {
+    pub(crate) fn free() -> Self {
         Self {
             backend: free_port(),
             gateway: free_port(),
@@ -179,7 +184,7 @@ impl Ports {
         }
     }
 
-    pub fn env(&self) -> Vec<(&'static str, String)> {
+    pub(crate) fn env(&self) -> Vec<(&'static str, String)> {
         vec![
             ("MAITRED_BACKEND_PORT", self.backend.to_string()),
             ("MAITRED_GATEWAY_PORT", self.gateway.to_string()),
@@ -187,17 +192,22 @@ impl Ports {
         ]
     }
 
-    pub fn backend_url(&self) -> String {
+    pub(crate) fn backend_url(&self) -> String {
         format!("http://127.0.0.1:{}", self.backend)
     }
 
-    pub fn gateway_url(&self) -> String {
+    pub(crate) fn gateway_url(&self) -> String {
         format!("http://127.0.0.1:{}", self.gateway)
     }
 }
 
 /// Asks `question` at the gateway `base`; the answer's stream.
-pub async fn ask(http: &reqwest::Client, base: &str, token: &str, question: &str) -> SseReader {
+pub(crate) async fn ask(
+    http: &reqwest::Client,
+    base: &str,
+    token: &str,
+    question: &str,
+) -> SseReader {
     let response = http
         .post(format!("{base}/api/v1/resos/stream/chat"))
         .bearer_auth(token)

@@ -42,7 +42,7 @@ async fn tokens_and_data_survive_a_restart(db: &Database) {
         .unwrap()
         .len();
 
-    let app = app.restart().await;
+    let app = Box::pin(app.restart()).await;
     assert_eq!(app.secret("maitred-cli"), secret, "dev secrets are kept");
     let booking = app.get_json(&format!("/bookings/{id}"), &token).await;
     assert_eq!(booking["guest"]["name"], "Persistent Pat");

@@ -315,7 +315,7 @@ async fn pkce_is_required_and_cannot_be_downgraded() {
             .bind(hex::encode(Sha256::digest(code.as_bytes())))
             .bind(client)
             .bind(&redirect)
-            .bind(uuid::Uuid::new_v4().to_string())
+            .bind(uuid::Uuid::now_v7().to_string())
             .bind(chrono::Utc::now().timestamp() + 120)
             .execute(app.db.pool())
             .await

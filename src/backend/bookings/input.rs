@@ -12,7 +12,7 @@ use crate::backend::model::{LANGUAGES, SOURCES, STATUSES};
 /// A table as a client names it: its id, or a table object with `_id`.
 #[derive(Debug, Clone, Deserialize, ToSchema)]
 #[serde(untagged)]
-pub enum TableRef {
+pub(crate) enum TableRef {
     Id(String),
     Object {
         #[serde(rename = "_id")]
@@ -21,7 +21,7 @@ pub enum TableRef {
 }
 
 impl TableRef {
-    pub fn id(&self) -> &str {
+    pub(crate) fn id(&self) -> &str {
         match self {
             Self::Id(id) | Self::Object { id } => id,
         }
@@ -30,7 +30,7 @@ impl TableRef {
 
 #[derive(Debug, Clone, Deserialize, ToSchema)]
 #[serde(rename_all = "camelCase")]
-pub struct GuestInput {
+pub(crate) struct GuestInput {
     pub name: Option<String>,
     pub email: Option<String>,
     pub phone: Option<String>,
@@ -40,7 +40,7 @@ pub struct GuestInput {
 
 #[derive(Debug, Clone, Deserialize, ToSchema)]
 #[serde(rename_all = "camelCase")]
-pub struct NewBookingBody {
+pub(crate) struct NewBookingBody {
     /// `YYYY-MM-DD`
     pub date: String,
     /// `HH:MM`, 24-hour
@@ -64,7 +64,7 @@ pub struct NewBookingBody {
 
 #[derive(Debug, Clone, Default, Deserialize, ToSchema)]
 #[serde(rename_all = "camelCase")]
-pub struct BookingPatchBody {
+pub(crate) struct BookingPatchBody {
     /// A new status: request, approved, declined, arrived, seated, left, no_show, canceled, waitlist.
     pub status: Option<String>,
     pub date: Option<String>,
@@ -82,13 +82,13 @@ pub struct BookingPatchBody {
 }
 
 #[derive(Debug, Clone, Deserialize, ToSchema)]
-pub struct TextBody {
+pub(crate) struct TextBody {
     pub text: String,
 }
 
 /// A new booking after validation.
 #[derive(Debug, Clone)]
-pub struct NewBooking {
+pub(crate) struct NewBooking {
     pub date: NaiveDate,
     pub time: NaiveTime,
     pub people: i64,
@@ -105,7 +105,7 @@ pub struct NewBooking {
 }
 
 #[derive(Debug, Clone)]
-pub struct Guest {
+pub(crate) struct Guest {
     pub name: String,
     pub email: Option<String>,
     pub phone: Option<String>,
@@ -115,7 +115,7 @@ pub struct Guest {
 
 /// A change after validation; `None` leaves a field as it is.
 #[derive(Debug, Clone, Default)]
-pub struct BookingPatch {
+pub(crate) struct BookingPatch {
     pub status: Option<String>,
     pub date: Option<NaiveDate>,
     pub time: Option<NaiveTime>,
@@ -131,7 +131,7 @@ pub struct BookingPatch {
 }
 
 impl BookingPatch {
-    pub fn reschedules(&self) -> bool {
+    pub(crate) fn reschedules(&self) -> bool {
         self.date.is_some()
             || self.time.is_some()
             || self.people.is_some()
@@ -311,7 +311,7 @@ fn valid_e164(phone: &str) -> bool {
 }
 
 impl NewBookingBody {
-    pub fn validate(self) -> Result<NewBooking, ApiError> {
+    pub(crate) fn validate(self) -> Result<NewBooking, ApiError> {
         let mut check = Check::default();
         let date = check.date("date", &self.date);
         let time = check.time("time", &self.time);
@@ -368,7 +368,7 @@ impl NewBookingBody {
 }
 
 impl BookingPatchBody {
-    pub fn validate(self) -> Result<BookingPatch, ApiError> {
+    pub(crate) fn validate(self) -> Result<BookingPatch, ApiError> {
         let mut check = Check::default();
         let mut patch = BookingPatch {
             status: self
@@ -409,7 +409,7 @@ impl BookingPatchBody {
 }
 
 impl TextBody {
-    pub fn validate(self) -> Result<String, ApiError> {
+    pub(crate) fn validate(self) -> Result<String, ApiError> {
         let text = self.text.trim().to_owned();
         if text.is_empty() {
             return Err(ApiError::validation(vec![FieldError::new(

@@ -2,7 +2,7 @@
 
 mod input;
 mod read;
-pub mod schedule;
+pub(super) mod schedule;
 mod write;
 
 use axum::extract::{Path, State};
@@ -11,7 +11,7 @@ use chrono::{NaiveDate, Utc};
 use serde::Deserialize;
 use utoipa::IntoParams;
 
-pub use input::{BookingPatchBody, NewBookingBody, TextBody};
+pub(super) use input::{BookingPatchBody, NewBookingBody, TextBody};
 
 use super::error::ApiError;
 use super::extract::{ApiQuery, AppJson};
@@ -37,7 +37,7 @@ const HORIZON_DAYS: i64 = 60;
 #[derive(Debug, Default, Deserialize, IntoParams)]
 #[serde(rename_all = "camelCase")]
 #[into_params(parameter_in = Query)]
-pub struct BookingListParams {
+pub(super) struct BookingListParams {
     /// First date (`YYYY-MM-DD`, or an ISO date-time whose date is used), inclusive.
     pub from_date_time: Option<String>,
     /// Last date, inclusive.
@@ -74,7 +74,7 @@ impl BookingListParams {
         (status = 400, description = "Invalid dates, limit, sort or customQuery", body = super::ErrorBody),
     ),
     security(("bearer" = ["backend.read"])))]
-pub async fn list(
+pub(super) async fn list(
     _auth: Reader,
     State(state): State<BackendState>,
     ApiQuery(params): ApiQuery<BookingListParams>,
@@ -119,7 +119,7 @@ fn date_param(name: &str, value: &str) -> Result<String, ApiError> {
         (status = 404, description = "No such booking", body = super::ErrorBody),
     ),
     security(("bearer" = ["backend.read"])))]
-pub async fn get(
+pub(super) async fn get(
     _auth: Reader,
     State(state): State<BackendState>,
     Path(id): Path<String>,
@@ -145,7 +145,7 @@ pub async fn get(
         (status = 422, description = "The restaurant is not open then", body = super::ErrorBody),
     ),
     security(("bearer" = ["backend.write"])))]
-pub async fn create(
+pub(super) async fn create(
     auth: Writer,
     State(state): State<BackendState>,
     AppJson(body): AppJson<NewBookingBody>,
@@ -179,7 +179,7 @@ pub async fn create(
         (status = 409, description = "A status change not allowed, or no table free at the new time", body = super::ErrorBody),
     ),
     security(("bearer" = ["backend.write"])))]
-pub async fn update(
+pub(super) async fn update(
     _auth: Writer,
     State(state): State<BackendState>,
     Path(id): Path<String>,
@@ -200,7 +200,7 @@ pub async fn update(
         (status = 404, description = "No such booking", body = super::ErrorBody),
     ),
     security(("bearer" = ["backend.write"])))]
-pub async fn add_comment(
+pub(super) async fn add_comment(
     auth: Writer,
     State(state): State<BackendState>,
     Path(id): Path<String>,
@@ -218,7 +218,7 @@ pub async fn add_comment(
         (status = 404, description = "No such booking", body = super::ErrorBody),
     ),
     security(("bearer" = ["backend.write"])))]
-pub async fn add_note(
+pub(super) async fn add_note(
     auth: Writer,
     State(state): State<BackendState>,
     Path(id): Path<String>,
@@ -248,7 +248,7 @@ async fn annotate(
 
 #[derive(Debug, Deserialize, IntoParams)]
 #[into_params(parameter_in = Query)]
-pub struct AvailableDatesParams {
+pub(super) struct AvailableDatesParams {
     /// Party size (default 2).
     pub people: Option<i64>,
     /// Minutes (default 90).
@@ -260,7 +260,7 @@ pub struct AvailableDatesParams {
     params(AvailableDatesParams),
     responses((status = 200, description = "Dates (YYYY-MM-DD) on which the party can still book", body = [String])),
     security(("bearer" = ["backend.read"])))]
-pub async fn available_dates(
+pub(super) async fn available_dates(
     _auth: Reader,
     State(state): State<BackendState>,
     ApiQuery(params): ApiQuery<AvailableDatesParams>,
@@ -294,7 +294,7 @@ pub async fn available_dates(
 
 #[derive(Debug, Deserialize, IntoParams)]
 #[into_params(parameter_in = Query)]
-pub struct AvailableTimesParams {
+pub(super) struct AvailableTimesParams {
     /// `YYYY-MM-DD`
     pub date: Option<String>,
     /// Party size.
@@ -311,7 +311,7 @@ pub struct AvailableTimesParams {
         (status = 400, description = "Missing or invalid date or people", body = super::ErrorBody),
     ),
     security(("bearer" = ["backend.read"])))]
-pub async fn available_times(
+pub(super) async fn available_times(
     _auth: Reader,
     State(state): State<BackendState>,
     ApiQuery(params): ApiQuery<AvailableTimesParams>,

@@ -9,12 +9,12 @@ use crate::backend::query::BindValue;
 use crate::backend::sql::Sql;
 use crate::backend::tables::{self, TableRow};
 
-pub const COLUMNS: &str = "b.id, b.date, b.time, b.people, b.duration, b.status, b.customer_id, b.guest_name, b.guest_email, b.guest_phone, \
+pub(super) const COLUMNS: &str = "b.id, b.date, b.time, b.people, b.duration, b.status, b.customer_id, b.guest_name, b.guest_email, b.guest_phone, \
     b.notification_sms, b.notification_email, b.source, b.opening_hour_id, b.comment, b.language_code, b.referrer, b.metadata, b.created_at, b.activity_at";
-pub const FROM: &str = "FROM bookings b";
+pub(super) const FROM: &str = "FROM bookings b";
 
 #[derive(FromRow)]
-pub struct BookingRow {
+pub(super) struct BookingRow {
     pub id: String,
     pub date: String,
     pub time: String,
@@ -52,7 +52,10 @@ struct NoteRow {
     author: Option<String>,
 }
 
-pub async fn by_id(conn: &mut AnyConnection, id: &str) -> Result<Option<Booking>, sqlx::Error> {
+pub(super) async fn by_id(
+    conn: &mut AnyConnection,
+    id: &str,
+) -> Result<Option<Booking>, sqlx::Error> {
     let row = sqlx::query_as::<_, BookingRow>(sqlx::AssertSqlSafe(format!(
         "SELECT {COLUMNS} {FROM} WHERE b.id = $1"
     )))
@@ -66,7 +69,7 @@ pub async fn by_id(conn: &mut AnyConnection, id: &str) -> Result<Option<Booking>
 }
 
 /// Attaches tables, comments and notes to a page of bookings in two queries.
-pub async fn complete(
+pub(super) async fn complete(
     conn: &mut AnyConnection,
     rows: Vec<BookingRow>,
 ) -> Result<Vec<Booking>, sqlx::Error> {

@@ -9,11 +9,11 @@ use sqlx::{AnyConnection, FromRow};
 
 use crate::backend::model::HOLDING;
 
-pub const SLOT_MINUTES: i64 = 15;
-pub const DEFAULT_DURATION: i64 = 90;
+pub(crate) const SLOT_MINUTES: i64 = 15;
+pub(crate) const DEFAULT_DURATION: i64 = 90;
 
 /// Minutes since the Unix epoch of a wall-clock date and time.
-pub fn epoch_minute(date: NaiveDate, time: NaiveTime) -> i64 {
+pub(crate) fn epoch_minute(date: NaiveDate, time: NaiveTime) -> i64 {
     NaiveDateTime::new(date, time)
         .and_utc()
         .timestamp()
@@ -22,28 +22,28 @@ pub fn epoch_minute(date: NaiveDate, time: NaiveTime) -> i64 {
 
 /// The slots `[first, end)` a booking touches: a booking from 19:10 for 90 minutes
 /// holds 19:00 to 20:45, so any two overlapping bookings share at least one slot.
-pub fn slot_range(start_minute: i64, duration: i64) -> (i64, i64) {
+pub(crate) fn slot_range(start_minute: i64, duration: i64) -> (i64, i64) {
     let first = start_minute.div_euclid(SLOT_MINUTES);
     let end = (start_minute + duration + SLOT_MINUTES - 1).div_euclid(SLOT_MINUTES);
     (first, end)
 }
 
-pub fn minute_of_day(time: NaiveTime) -> i64 {
+pub(crate) fn minute_of_day(time: NaiveTime) -> i64 {
     i64::from(time.hour()) * 60 + i64::from(time.minute())
 }
 
-pub fn format_minute_of_day(minute: i64) -> String {
+pub(crate) fn format_minute_of_day(minute: i64) -> String {
     let minute = minute.rem_euclid(24 * 60);
     format!("{:02}:{:02}", minute / 60, minute % 60)
 }
 
 /// The minute of day before which start times are past, when `date` is today.
-pub fn not_before(date: NaiveDate) -> Option<i64> {
+pub(crate) fn not_before(date: NaiveDate) -> Option<i64> {
     let now = chrono::Utc::now().naive_utc();
     (now.date() == date).then(|| minute_of_day(now.time()))
 }
 
-pub fn parse_time(text: &str) -> Option<NaiveTime> {
+pub(crate) fn parse_time(text: &str) -> Option<NaiveTime> {
     NaiveTime::parse_from_str(text, "%H:%M").ok()
 }
 
@@ -56,7 +56,7 @@ struct PeriodRow {
 }
 
 #[derive(Debug, Clone)]
-pub struct Period {
+pub(crate) struct Period {
     pub id: String,
     pub opens: i64,
     /// Minute of day; past 24h for a period that closes after midnight.
@@ -66,7 +66,7 @@ pub struct Period {
 }
 
 #[derive(Debug, Clone, FromRow)]
-pub struct TableFit {
+pub(crate) struct TableFit {
     pub id: String,
     pub name: String,
     pub seats_min: i64,
@@ -74,7 +74,7 @@ pub struct TableFit {
 }
 
 /// Everything needed to decide bookability on one date, read in one go.
-pub struct DayPlan {
+pub(crate) struct DayPlan {
     pub date: NaiveDate,
     pub periods: Vec<Period>,
     pub tables: Vec<TableFit>,
@@ -84,7 +84,7 @@ pub struct DayPlan {
 impl DayPlan {
     /// Reads the date's open periods, its holding bookings (except `exclude`, a
     /// booking being rescheduled) and the occupied slots of every table.
-    pub async fn load(
+    pub(crate) async fn load(
         conn: &mut AnyConnection,
         date: NaiveDate,
         exclude: Option<&str>,
@@ -161,23 +161,23 @@ impl DayPlan {
     }
 
     /// The open period a booking from `start` (minute of day) for `duration` fits in.
-    pub fn period_for(&self, start: i64, duration: i64) -> Option<&Period> {
+    pub(crate) fn period_for(&self, start: i64, duration: i64) -> Option<&Period> {
         self.periods
             .iter()
             .find(|p| p.opens <= start && start + duration <= p.closes)
     }
 
-    pub fn has_room(&self, period: &Period, people: i64) -> bool {
+    pub(crate) fn has_room(&self, period: &Period, people: i64) -> bool {
         period.booked_people + people <= period.max_people
     }
 
-    pub fn table_free(&self, table_id: &str, start: i64, duration: i64) -> bool {
+    pub(crate) fn table_free(&self, table_id: &str, start: i64, duration: i64) -> bool {
         let (first, end) = slot_range(self.start_minute(start), duration);
         (first..end).all(|slot| !self.occupied.contains(&(table_id.to_owned(), slot)))
     }
 
     /// The smallest free table that seats the party (tables are ordered smallest first).
-    pub fn best_table(&self, start: i64, duration: i64, people: i64) -> Option<&TableFit> {
+    pub(crate) fn best_table(&self, start: i64, duration: i64, people: i64) -> Option<&TableFit> {
         self.tables.iter().find(|t| {
             t.seats_min <= people
                 && people <= t.seats_max
@@ -195,7 +195,7 @@ impl DayPlan {
 
     /// Start times (every 15 minutes) at which a party can still be seated, at
     /// `tables` if given. `not_before` is a minute of day; earlier times today are past.
-    pub fn free_times(
+    pub(crate) fn free_times(
         &self,
         people: i64,
         duration: i64,
@@ -223,7 +223,7 @@ impl DayPlan {
     }
 
     /// Up to `n` free times nearest to `wanted`, in clock order.
-    pub fn nearest_times(
+    pub(crate) fn nearest_times(
         &self,
         wanted: i64,
         people: i64,

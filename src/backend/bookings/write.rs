@@ -34,7 +34,11 @@ impl From<ApiError> for Failure {
 }
 
 /// Returns the new booking's id.
-pub async fn create(db: &Db, booking: &NewBooking, author: &str) -> Result<String, ApiError> {
+pub(super) async fn create(
+    db: &Db,
+    booking: &NewBooking,
+    author: &str,
+) -> Result<String, ApiError> {
     for attempt in 1..=ATTEMPTS {
         let mut tx = db.begin_write().await?;
         match try_create(&mut tx, booking, author).await {
@@ -361,7 +365,7 @@ async fn find_or_create_customer(
     Ok(id)
 }
 
-pub async fn add_note(
+pub(super) async fn add_note(
     conn: &mut AnyConnection,
     booking_id: &str,
     kind: &str,
@@ -390,7 +394,7 @@ pub async fn add_note(
 }
 
 /// Adds a comment or note to a booking that exists; returns the new entry's id.
-pub async fn annotate(
+pub(super) async fn annotate(
     db: &Db,
     booking_id: &str,
     kind: &str,
@@ -419,7 +423,7 @@ struct Current {
     status: String,
 }
 
-pub async fn update(db: &Db, id: &str, patch: &BookingPatch) -> Result<(), ApiError> {
+pub(super) async fn update(db: &Db, id: &str, patch: &BookingPatch) -> Result<(), ApiError> {
     for attempt in 1..=ATTEMPTS {
         let mut tx = db.begin_write().await?;
         match try_update(&mut tx, id, patch).await {

@@ -77,7 +77,7 @@ pub(super) struct Lexer {
 }
 
 impl Lexer {
-    pub fn new(input: &str) -> Self {
+    pub(super) fn new(input: &str) -> Self {
         Lexer {
             chars: input.chars().collect(),
             i: 0,
@@ -85,7 +85,7 @@ impl Lexer {
     }
 
     /// Length of the input in characters (the position reported for "end of input").
-    pub fn len(&self) -> usize {
+    pub(super) fn len(&self) -> usize {
         self.chars.len()
     }
 
@@ -103,7 +103,7 @@ impl Lexer {
     }
 
     /// The next token, `None` at end of input.
-    pub fn next_token(&mut self) -> Result<Option<Token>, QueryError> {
+    pub(super) fn next_token(&mut self) -> Result<Option<Token>, QueryError> {
         while self.peek_at(0).is_some_and(char::is_whitespace) {
             self.i += 1;
         }

@@ -1,5 +1,3 @@
-#![allow(clippy::unwrap_used, clippy::expect_used)]
-
 use chrono::{FixedOffset, NaiveDate, NaiveTime, TimeZone};
 use proptest::prelude::*;
 

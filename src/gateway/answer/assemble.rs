@@ -7,7 +7,7 @@ use std::collections::BTreeMap;
 use crate::gateway::llm::ToolCall;
 
 #[derive(Default)]
-pub struct Assembler {
+pub(super) struct Assembler {
     calls: BTreeMap<u32, Partial>,
 }
 
@@ -19,7 +19,7 @@ struct Partial {
 }
 
 impl Assembler {
-    pub fn push(
+    pub(super) fn push(
         &mut self,
         index: u32,
         id: Option<String>,
@@ -42,7 +42,7 @@ impl Assembler {
     }
 
     /// The calls in index order; a call the model gave no id gets one.
-    pub fn finish(self, prefix: &str) -> Vec<ToolCall> {
+    pub(super) fn finish(self, prefix: &str) -> Vec<ToolCall> {
         self.calls
             .into_iter()
             .map(|(index, call)| ToolCall {

@@ -6,7 +6,7 @@ use crate::gateway::llm::ModelError;
 
 /// Why a run ended before the model finished.
 #[derive(Debug)]
-pub enum Stop {
+pub(super) enum Stop {
     /// The person's Stop, nobody watching, or the server going down.
     Cancelled,
     Model(ModelError),
@@ -21,7 +21,7 @@ impl From<StoreError> for Stop {
     }
 }
 
-pub fn model_code(error: &ModelError) -> &'static str {
+pub(super) fn model_code(error: &ModelError) -> &'static str {
     match error {
         ModelError::RateLimited { .. } => "model_rate_limited",
         ModelError::Upstream { .. } => "model_error",
@@ -32,7 +32,7 @@ pub fn model_code(error: &ModelError) -> &'static str {
     }
 }
 
-pub fn model_message(error: &ModelError) -> String {
+pub(super) fn model_message(error: &ModelError) -> String {
     match error {
         ModelError::RateLimited { .. } => {
             "The language model is busy (rate limited). Please try again in a moment.".to_owned()
@@ -56,8 +56,8 @@ pub fn model_message(error: &ModelError) -> String {
     }
 }
 
-pub const STORAGE_MESSAGE: &str =
+pub(super) const STORAGE_MESSAGE: &str =
     "The answer could not be saved, so it was stopped. Please try again in a moment.";
 
-pub const INTERRUPTED_MESSAGE: &str =
+pub(super) const INTERRUPTED_MESSAGE: &str =
     "The server is restarting, so this answer was cut short. Please ask again in a moment.";

@@ -15,7 +15,6 @@ pub mod recorder;
 mod turn;
 
 #[cfg(test)]
-#[allow(clippy::unwrap_used, clippy::expect_used)]
 mod tests;
 
 use std::sync::Arc;

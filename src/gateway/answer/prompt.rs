@@ -11,7 +11,7 @@ Guidelines:
 - If a tool fails or is unavailable, say so plainly.
 - Answer concisely, in Markdown; use tables for lists.";
 
-pub fn system_prompt(template: Option<&str>) -> String {
+pub(super) fn system_prompt(template: Option<&str>) -> String {
     let today = chrono::Utc::now().date_naive();
     template
         .unwrap_or(DEFAULT_PROMPT)

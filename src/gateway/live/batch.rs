@@ -24,9 +24,9 @@ struct Item<T> {
 /// A batch could not be written; every waiter of it hears why.
 #[derive(Debug, Clone, thiserror::Error)]
 #[error("{0}")]
-pub struct BatchFailed(Arc<str>);
+pub(super) struct BatchFailed(Arc<str>);
 
-pub struct Committer<T> {
+pub(super) struct Committer<T> {
     queue: mpsc::Sender<Item<T>>,
 }
 
@@ -41,7 +41,7 @@ impl<T> Clone for Committer<T> {
 impl<T: Send + 'static> Committer<T> {
     /// Starts the writer: `write` gets each batch, in order, one at a time. Once
     /// `stop` is cancelled, it writes what is queued and ends.
-    pub fn start<W, F>(tasks: &TaskTracker, stop: CancellationToken, mut write: W) -> Self
+    pub(super) fn start<W, F>(tasks: &TaskTracker, stop: CancellationToken, mut write: W) -> Self
     where
         W: FnMut(Vec<T>) -> F + Send + 'static,
         F: Future<Output = Result<(), LiveError>> + Send,
@@ -78,7 +78,7 @@ impl<T: Send + 'static> Committer<T> {
     }
 
     /// Queues `value`; with `wait`, returns once its batch is written.
-    pub async fn push(&self, value: T, wait: bool) -> Result<(), LiveError> {
+    pub(super) async fn push(&self, value: T, wait: bool) -> Result<(), LiveError> {
         let (durable, written) = if wait {
             let (sender, receiver) = oneshot::channel();
             (Some(sender), Some(receiver))

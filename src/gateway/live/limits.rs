@@ -23,7 +23,7 @@ use crate::settings::gateway_file::{Limits, Resilience};
 /// Past this many tracked people, idle ones are forgotten.
 const MAX_TRACKED: usize = 10_000;
 
-pub struct UserLimits {
+pub(super) struct UserLimits {
     questions: Option<DefaultKeyedRateLimiter<String>>,
     per_minute: u32,
     concurrent: usize,
@@ -37,7 +37,7 @@ pub struct Admission {
 }
 
 impl UserLimits {
-    pub fn new(limits: &Limits) -> Self {
+    pub(super) fn new(limits: &Limits) -> Self {
         Self {
             questions: NonZeroU32::new(limits.requests_per_minute)
                 .map(|n| RateLimiter::keyed(Quota::per_minute(n))),
@@ -48,7 +48,7 @@ impl UserLimits {
     }
 
     /// Admits one more question from `owner`, or says when to come back.
-    pub fn admit(&self, owner: &Subject) -> Result<Admission, GatewayError> {
+    pub(super) fn admit(&self, owner: &Subject) -> Result<Admission, GatewayError> {
         let owner = owner.as_str();
         let mut running = self.running.lock().unwrap_or_else(|p| p.into_inner());
         let now = running.get(owner).copied().unwrap_or(0);
@@ -95,7 +95,9 @@ impl Drop for Admission {
 }
 
 /// A model's slot, held until the request's stream ends.
-pub struct ModelPermit(#[allow(dead_code)] Box<dyn Send + Sync>);
+pub struct ModelPermit(
+    #[expect(dead_code, reason = "held for its Drop, which frees the slot")] Box<dyn Send + Sync>,
+);
 
 impl ModelPermit {
     pub fn new(release: impl Send + Sync + 'static) -> Self {

@@ -12,7 +12,7 @@ const INTERRUPTED: &str =
 
 /// Stores what `events` showed of the answer and marks it interrupted; returns the
 /// events that end it for its viewers (none if it had ended).
-pub async fn finish(
+pub(super) async fn finish(
     store: &Store,
     answer: &AnswerRef,
     events: &[LoggedEvent],

@@ -21,7 +21,6 @@ mod schema;
 mod words;
 
 #[cfg(test)]
-#[allow(clippy::unwrap_used, clippy::expect_used)]
 mod tests;
 
 use std::time::Duration;

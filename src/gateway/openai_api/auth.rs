@@ -9,7 +9,7 @@ use axum::http::request::Parts;
 use super::errors::OpenAiError;
 use crate::gateway::{ChatUser, GatewayState};
 
-pub struct ApiUser(pub ChatUser);
+pub(super) struct ApiUser(pub ChatUser);
 
 impl<S> FromRequestParts<S> for ApiUser
 where

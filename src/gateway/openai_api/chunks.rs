@@ -334,7 +334,6 @@ impl Translator {
 }
 
 #[cfg(test)]
-#[allow(clippy::unwrap_used)]
 mod tests {
     use super::*;
     use crate::gateway::chat::events::{

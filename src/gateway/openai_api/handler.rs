@@ -33,7 +33,10 @@ fn served(state: &GatewayState) -> [String; 2] {
 }
 
 /// `GET /v1/models`
-pub async fn models(State(state): State<GatewayState>, ApiUser(_user): ApiUser) -> Json<ModelList> {
+pub(super) async fn models(
+    State(state): State<GatewayState>,
+    ApiUser(_user): ApiUser,
+) -> Json<ModelList> {
     let created = chrono::Utc::now().timestamp();
     Json(ModelList {
         object: "list",
@@ -50,7 +53,7 @@ pub async fn models(State(state): State<GatewayState>, ApiUser(_user): ApiUser) 
 }
 
 /// `POST /v1/chat/completions`
-pub async fn completions(
+pub(super) async fn completions(
     State(state): State<GatewayState>,
     ApiUser(user): ApiUser,
     trace: TraceContext,

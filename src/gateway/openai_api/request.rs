@@ -182,7 +182,6 @@ fn within(messages: Vec<Message>, budget: usize) -> Vec<Message> {
 }
 
 #[cfg(test)]
-#[allow(clippy::unwrap_used)]
 mod tests {
     use super::*;
 

@@ -17,7 +17,7 @@ use secrecy::ExposeSecret;
 
 use crate::oauth_client::TokenSource;
 
-pub enum Credentials {
+pub(super) enum Credentials {
     Anonymous,
     Static(secrecy::SecretString),
     Issued(Box<TokenSource>),
@@ -44,7 +44,7 @@ impl Credentials {
 }
 
 #[derive(Clone)]
-pub struct AuthedHttp {
+pub(super) struct AuthedHttp {
     http: reqwest::Client,
     credentials: Arc<Credentials>,
 }
@@ -58,7 +58,7 @@ fn no_token(detail: String) -> Error {
 }
 
 impl AuthedHttp {
-    pub fn new(http: reqwest::Client, credentials: Credentials) -> Self {
+    pub(super) fn new(http: reqwest::Client, credentials: Credentials) -> Self {
         Self {
             http,
             credentials: Arc::new(credentials),

@@ -7,7 +7,7 @@
 //! call (the server's circuit breaker and timeout, inside the tool hub) → summarise.
 
 mod permission;
-pub mod summarise;
+pub(super) mod summarise;
 
 use serde_json::Value;
 

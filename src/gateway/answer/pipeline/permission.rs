@@ -10,7 +10,7 @@ use crate::gateway::tools::policy::{Refused, ToolPolicy};
 
 /// Why a call may not run before anyone is asked.
 #[derive(Debug, thiserror::Error)]
-pub enum NotAllowed {
+pub(super) enum NotAllowed {
     #[error("the limit of {0} tool calls for one question is reached")]
     Budget(usize),
     #[error(transparent)]
@@ -19,7 +19,7 @@ pub enum NotAllowed {
 
 /// Within the budget (`budget_spent` names the limit once it is spent) and the
 /// policy, or why not.
-pub fn allowed(
+pub(super) fn allowed(
     policy: &ToolPolicy,
     answer: &Answer<'_>,
     tool: &RegisteredTool,
@@ -33,7 +33,7 @@ pub fn allowed(
 
 /// Why a call that needs approval may not run.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum Unapproved {
+pub(super) enum Unapproved {
     /// The person was asked: denied, not in time, or the answer was stopped.
     Decided(&'static str),
     /// Nobody could be asked, for this reason.
@@ -42,14 +42,14 @@ pub enum Unapproved {
 
 impl Unapproved {
     /// The call's summary, as its `tool_result` shows it.
-    pub fn summary(&self) -> &'static str {
+    pub(super) fn summary(&self) -> &'static str {
         match self {
             Self::Decided(reason) | Self::CannotAsk(reason) => reason,
         }
     }
 
     /// What the model is told instead of the tool's result.
-    pub fn tell_model(&self) -> String {
+    pub(super) fn tell_model(&self) -> String {
         match self {
             Self::Decided(reason) => format!(
                 "The user did not allow this call ({reason}). Nothing was changed. Tell the user, and do not try it again unless they ask."
@@ -63,7 +63,7 @@ impl Unapproved {
 
 /// Asks the person, unless an approval of this very call is still remembered or
 /// nobody can be asked. `Err` is why the call may not run.
-pub async fn approved(
+pub(super) async fn approved(
     approver: &dyn Approver,
     answer: &Answer<'_>,
     shown: &ShownCall,

@@ -8,14 +8,14 @@ use crate::gateway::chat::events::ToolStatus;
 use crate::gateway::tools::CallOutcome;
 
 /// What a call came to, for the person (status, summary) and the model (text).
-pub struct Summarised {
+pub(crate) struct Summarised {
     pub status: ToolStatus,
     pub summary: String,
     pub text: String,
 }
 
 /// Tool output is the server's text: the model gets at most `cap` bytes of it.
-pub fn outcome(outcome: CallOutcome, cap: usize) -> Summarised {
+pub(crate) fn outcome(outcome: CallOutcome, cap: usize) -> Summarised {
     let (status, summary, text) = match outcome {
         CallOutcome::Ok { text, structured } => {
             let summary = summary(&text, structured.as_ref());
@@ -58,7 +58,7 @@ fn capped(text: String, max: usize) -> String {
 }
 
 /// "Find free times · date 2026-11-25, people 4"
-pub fn title(tool_title: &str, arguments: &Value) -> String {
+pub(crate) fn title(tool_title: &str, arguments: &Value) -> String {
     let details: Vec<String> = arguments
         .as_object()
         .map(|args| {
@@ -84,7 +84,7 @@ pub fn title(tool_title: &str, arguments: &Value) -> String {
 }
 
 /// For a successful result: "3 of 60 records", or its first line.
-pub fn summary(text: &str, structured: Option<&Value>) -> String {
+pub(crate) fn summary(text: &str, structured: Option<&Value>) -> String {
     if let Some(Value::Object(map)) = structured {
         let listed = map.values().find_map(|v| v.as_array().map(Vec::len));
         let total = ["total", "count"]
@@ -115,7 +115,7 @@ pub fn summary(text: &str, structured: Option<&Value>) -> String {
     shorten(text.lines().next().unwrap_or_default(), 160)
 }
 
-pub fn shorten(text: &str, max: usize) -> String {
+pub(crate) fn shorten(text: &str, max: usize) -> String {
     match text.char_indices().nth(max) {
         Some((cut, _)) => format!("{}…", &text[..cut]),
         None => text.to_owned(),

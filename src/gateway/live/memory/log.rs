@@ -20,13 +20,13 @@ use crate::gateway::live::{Events, LiveError, LoggedEvent};
 const WRITE_TRIES: u32 = 3;
 
 /// One event on its way to the database.
-pub struct Append {
+pub(super) struct Append {
     pub answer: AnswerRef,
     pub event: LoggedEvent,
 }
 
 /// An answer's committed events, as its viewers follow them.
-pub struct Buffer {
+pub(super) struct Buffer {
     owner: Subject,
     events: Mutex<Vec<LoggedEvent>>,
     /// The number of events so far; viewers wait on it.
@@ -45,7 +45,7 @@ impl Buffer {
         self.latest.send_replace(count);
     }
 
-    pub fn failed(&self) -> bool {
+    pub(super) fn failed(&self) -> bool {
         self.failed.load(Ordering::SeqCst)
     }
 
@@ -83,14 +83,14 @@ impl Buffer {
 
 /// The buffers of this process's answers, and the database behind them.
 #[derive(Clone)]
-pub struct EventLog {
+pub(super) struct EventLog {
     db: Db,
     replica: String,
     buffers: Arc<Mutex<HashMap<MessageId, Arc<Buffer>>>>,
 }
 
 impl EventLog {
-    pub fn new(db: Db, replica: String) -> Self {
+    pub(super) fn new(db: Db, replica: String) -> Self {
         Self {
             db,
             replica,
@@ -99,7 +99,7 @@ impl EventLog {
     }
 
     /// A buffer for a new answer (or one being finished after a restart).
-    pub fn open(&self, id: &MessageId, owner: &Subject, events: Vec<LoggedEvent>) {
+    pub(super) fn open(&self, id: &MessageId, owner: &Subject, events: Vec<LoggedEvent>) {
         let count = events.len() as u64;
         let buffer = Arc::new(Buffer {
             owner: owner.clone(),
@@ -110,17 +110,17 @@ impl EventLog {
         self.lock().insert(id.clone(), buffer);
     }
 
-    pub fn buffer(&self, id: &MessageId) -> Option<Arc<Buffer>> {
+    pub(super) fn buffer(&self, id: &MessageId) -> Option<Arc<Buffer>> {
         self.lock().get(id).cloned()
     }
 
     /// Forgets a finished answer's buffer; its events stay in the database.
-    pub fn close(&self, id: &MessageId) {
+    pub(super) fn close(&self, id: &MessageId) {
         self.lock().remove(id);
     }
 
     /// Writes one batch, then hands its events to their viewers.
-    pub async fn write(&self, batch: Vec<Append>) -> Result<(), LiveError> {
+    pub(super) async fn write(&self, batch: Vec<Append>) -> Result<(), LiveError> {
         let mut outcome = Ok(());
         for attempt in 1..=WRITE_TRIES {
             outcome = self.commit(&batch).await;
@@ -196,7 +196,7 @@ impl EventLog {
     }
 
     /// A finished answer's events from the database: `None` if it is not `owner`'s.
-    pub async fn stored(
+    pub(super) async fn stored(
         &self,
         id: &MessageId,
         owner: &Subject,
@@ -213,7 +213,11 @@ impl EventLog {
         Ok(Some(futures::stream::iter(events).boxed()))
     }
 
-    pub async fn events(&self, id: &MessageId, after: u64) -> Result<Vec<LoggedEvent>, LiveError> {
+    pub(super) async fn events(
+        &self,
+        id: &MessageId,
+        after: u64,
+    ) -> Result<Vec<LoggedEvent>, LiveError> {
         let rows: Vec<(i64, String, String)> = sqlx::query_as(
             "SELECT seq, name, data FROM answer_events WHERE message_id = $1 AND seq > $2 ORDER BY seq",
         )
@@ -232,7 +236,12 @@ impl EventLog {
     }
 
     /// Following a buffer in memory.
-    pub fn follow(&self, id: &MessageId, owner: &Subject, after: u64) -> Option<Option<Events>> {
+    pub(super) fn follow(
+        &self,
+        id: &MessageId,
+        owner: &Subject,
+        after: u64,
+    ) -> Option<Option<Events>> {
         let buffer = self.buffer(id)?;
         Some((&buffer.owner == owner).then(|| buffer.follow(after)))
     }

@@ -49,7 +49,10 @@ impl MemoryLive {
     /// `data_dir` keeps this process's replica id across restarts, so that the next
     /// run knows which answers were its own. `stop`: the answers have all ended (or
     /// been interrupted) at shutdown; what is queued is written, then the writer ends.
-    #[allow(clippy::too_many_arguments)]
+    #[expect(
+        clippy::too_many_arguments,
+        reason = "each is a separate part the caller owns; a struct would only rename them"
+    )]
     pub fn start(
         db: Db,
         data_dir: &Path,

@@ -19,7 +19,7 @@ use super::wire;
 use crate::gateway::ids::MessageId;
 use crate::gateway::live::{Events, LiveError, LoggedEvent};
 
-pub struct Follower {
+pub(super) struct Follower {
     conn: ConnectionManager,
     events_key: String,
     answer_key: String,
@@ -36,7 +36,11 @@ pub struct Follower {
 }
 
 impl Follower {
-    pub async fn start(live: &RedisLive, id: &MessageId, after: u64) -> Result<Self, LiveError> {
+    pub(super) async fn start(
+        live: &RedisLive,
+        id: &MessageId,
+        after: u64,
+    ) -> Result<Self, LiveError> {
         let subscription = live.hub.subscribe(&live.keys.channel(id)).await?;
         let grace = live.timings.grace;
         let mut follower = Self {
@@ -55,7 +59,7 @@ impl Follower {
         Ok(follower)
     }
 
-    pub fn into_stream(self) -> Events {
+    pub(super) fn into_stream(self) -> Events {
         futures::stream::unfold(self, |mut follower| async move {
             follower.next().await.map(|event| (event, follower))
         })

@@ -20,7 +20,7 @@ const BACKLOG: usize = 1024;
 
 /// What followers of one channel hear: events, or an empty batch meaning "messages
 /// may have been lost; read the stream".
-pub type Batch = Arc<[LoggedEvent]>;
+pub(super) type Batch = Arc<[LoggedEvent]>;
 
 struct Channel {
     sender: broadcast::Sender<Batch>,
@@ -28,7 +28,7 @@ struct Channel {
 }
 
 #[derive(Clone)]
-pub struct Hub {
+pub(super) struct Hub {
     conn: ConnectionManager,
     channels: Arc<Mutex<HashMap<String, Channel>>>,
     /// Subscribing and unsubscribing one at a time, so an unsubscribe cannot overtake
@@ -38,7 +38,7 @@ pub struct Hub {
 }
 
 /// A follower's subscription; when the last one here goes, so does the subscription.
-pub struct Subscription {
+pub(super) struct Subscription {
     pub receiver: broadcast::Receiver<Batch>,
     channel: String,
     hub: Hub,
@@ -65,7 +65,7 @@ impl Drop for Subscription {
 impl Hub {
     /// Connects the subscriber, subscribes to `control`, and reads until `stop`;
     /// control messages go to `on_control`.
-    pub async fn start(
+    pub(super) async fn start(
         client: &redis::Client,
         control: &str,
         on_control: impl Fn(&str) + Send + Sync + 'static,
@@ -160,7 +160,7 @@ impl Hub {
         }
     }
 
-    pub async fn subscribe(&self, channel: &str) -> redis::RedisResult<Subscription> {
+    pub(super) async fn subscribe(&self, channel: &str) -> redis::RedisResult<Subscription> {
         let _one_at_a_time = self.commands.lock().await;
         let (receiver, new) = {
             let mut channels = self.lock();

@@ -9,12 +9,12 @@ use sha2::{Digest, Sha256};
 use crate::gateway::ids::{MessageId, Subject};
 
 #[derive(Debug, Clone)]
-pub struct Keys {
+pub(super) struct Keys {
     prefix: String,
 }
 
 impl Keys {
-    pub fn new(prefix: &str) -> Self {
+    pub(super) fn new(prefix: &str) -> Self {
         Self {
             prefix: prefix.to_owned(),
         }
@@ -25,37 +25,37 @@ impl Keys {
     }
 
     /// The answer's events, a stream whose entry ids are `<seq>-0`.
-    pub fn events(&self, id: &MessageId) -> String {
+    pub(super) fn events(&self, id: &MessageId) -> String {
         self.of(id, "events")
     }
 
     /// A hash: who asked, in which conversation, which replica runs it, its status.
-    pub fn answer(&self, id: &MessageId) -> String {
+    pub(super) fn answer(&self, id: &MessageId) -> String {
         self.of(id, "answer")
     }
 
     /// The owning replica's name, expiring unless renewed.
-    pub fn lease(&self, id: &MessageId) -> String {
+    pub(super) fn lease(&self, id: &MessageId) -> String {
         self.of(id, "lease")
     }
 
     /// Present while some replica has a viewer of the answer.
-    pub fn watched(&self, id: &MessageId) -> String {
+    pub(super) fn watched(&self, id: &MessageId) -> String {
         self.of(id, "watched")
     }
 
     /// Taken by the one replica that ends an answer whose owner died.
-    pub fn sweep(&self, id: &MessageId) -> String {
+    pub(super) fn sweep(&self, id: &MessageId) -> String {
         self.of(id, "sweep")
     }
 
     /// Every running answer, scored by when its lease runs out.
-    pub fn leases(&self) -> String {
+    pub(super) fn leases(&self) -> String {
         format!("{}:leases", self.prefix)
     }
 
     /// A person's running answers (a sorted set) and question rate (GCRA).
-    pub fn person(&self, subject: &Subject) -> (String, String) {
+    pub(super) fn person(&self, subject: &Subject) -> (String, String) {
         let tag = tag("person", subject.as_str());
         (
             format!("{}:{{{tag}}}:running", self.prefix),
@@ -64,7 +64,7 @@ impl Keys {
     }
 
     /// A model's requests in flight (a sorted set) and request rate (GCRA).
-    pub fn model(&self, model: &str) -> (String, String) {
+    pub(super) fn model(&self, model: &str) -> (String, String) {
         let tag = tag("model", model);
         (
             format!("{}:{{{tag}}}:slots", self.prefix),
@@ -73,12 +73,12 @@ impl Keys {
     }
 
     /// Where an answer's new events are announced.
-    pub fn channel(&self, id: &MessageId) -> String {
+    pub(super) fn channel(&self, id: &MessageId) -> String {
         format!("{}:events:{id}", self.prefix)
     }
 
     /// Cancels and wake-ups for whichever replica they concern.
-    pub fn control(&self) -> String {
+    pub(super) fn control(&self) -> String {
         format!("{}:control", self.prefix)
     }
 }

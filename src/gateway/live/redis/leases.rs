@@ -31,7 +31,7 @@ fn now_ms() -> i64 {
     chrono::Utc::now().timestamp_millis()
 }
 
-pub async fn run(live: Arc<RedisLive>, store: Store, stop: CancellationToken) {
+pub(super) async fn run(live: Arc<RedisLive>, store: Store, stop: CancellationToken) {
     let renew = Script::new(RENEW);
     let mut tick = tokio::time::interval(live.timings.lease / 3);
     loop {
@@ -204,7 +204,7 @@ async fn end(live: &RedisLive, store: &Store, id: &MessageId) -> Result<(), Live
 }
 
 /// Gives model slots back as their streams end.
-pub async fn release_slots(
+pub(super) async fn release_slots(
     live: Arc<RedisLive>,
     mut released: mpsc::UnboundedReceiver<(String, String)>,
     stop: CancellationToken,

@@ -59,7 +59,7 @@ fn rate(per_minute: u32) -> (i64, i64) {
 }
 
 #[derive(Clone)]
-pub struct RedisLimits {
+pub(super) struct RedisLimits {
     conn: ConnectionManager,
     keys: Keys,
     script: Arc<Script>,
@@ -72,7 +72,7 @@ pub struct RedisLimits {
 }
 
 impl RedisLimits {
-    pub fn new(
+    pub(super) fn new(
         conn: ConnectionManager,
         keys: Keys,
         person: &Limits,
@@ -114,7 +114,7 @@ impl RedisLimits {
     }
 
     /// A person's new answer, counted until `release_person` (or its lease lapses).
-    pub async fn admit_person(
+    pub(super) async fn admit_person(
         &self,
         owner: &Subject,
         answer: &MessageId,
@@ -152,12 +152,12 @@ impl RedisLimits {
     }
 
     /// The commands that keep a running answer counted, or forget it.
-    pub fn person_running(&self, owner: &Subject) -> String {
+    pub(super) fn person_running(&self, owner: &Subject) -> String {
         self.keys.person(owner).0
     }
 
     /// Renews the model slots held here (from the lease loop).
-    pub fn held_slots(&self) -> Vec<(String, String)> {
+    pub(super) fn held_slots(&self) -> Vec<(String, String)> {
         self.held
             .lock()
             .unwrap_or_else(|p| p.into_inner())
@@ -166,11 +166,11 @@ impl RedisLimits {
             .collect()
     }
 
-    pub fn slot_lease(&self) -> Duration {
+    pub(super) fn slot_lease(&self) -> Duration {
         SLOT_LEASE
     }
 
-    pub fn forget_slot(&self, token: &str) {
+    pub(super) fn forget_slot(&self, token: &str) {
         self.held
             .lock()
             .unwrap_or_else(|p| p.into_inner())

@@ -9,17 +9,17 @@ use redis::streams::StreamRangeReply;
 
 use crate::gateway::live::LoggedEvent;
 
-pub fn entry_id(seq: u64) -> String {
+pub(super) fn entry_id(seq: u64) -> String {
     format!("{seq}-0")
 }
 
-pub fn encode_batch(events: &[&LoggedEvent]) -> String {
+pub(super) fn encode_batch(events: &[&LoggedEvent]) -> String {
     let array: Vec<(u64, &str, &str)> =
         events.iter().map(|e| (e.seq, &*e.name, &*e.data)).collect();
     serde_json::to_string(&array).unwrap_or_else(|_| "[]".to_owned())
 }
 
-pub fn decode_batch(payload: &str) -> Option<Vec<LoggedEvent>> {
+pub(super) fn decode_batch(payload: &str) -> Option<Vec<LoggedEvent>> {
     let array: Vec<(u64, String, String)> = serde_json::from_str(payload).ok()?;
     Some(
         array
@@ -34,7 +34,7 @@ pub fn decode_batch(payload: &str) -> Option<Vec<LoggedEvent>> {
 }
 
 /// The events of an XRANGE reply, in order; entries that are not ours are skipped.
-pub fn from_range(reply: StreamRangeReply) -> Vec<LoggedEvent> {
+pub(super) fn from_range(reply: StreamRangeReply) -> Vec<LoggedEvent> {
     reply
         .ids
         .into_iter()

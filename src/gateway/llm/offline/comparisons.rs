@@ -551,7 +551,6 @@ pub(super) fn weekday_name(date: NaiveDate) -> &'static str {
 }
 
 #[cfg(test)]
-#[allow(clippy::unwrap_used, clippy::expect_used)]
 mod tests {
     use super::super::facts::tokens;
     use super::*;

@@ -309,7 +309,6 @@ pub(super) fn is_sort_param(name: &str) -> bool {
 }
 
 #[cfg(test)]
-#[allow(clippy::unwrap_used, clippy::expect_used)]
 mod tests {
     use super::*;
 

@@ -295,7 +295,6 @@ pub(super) fn holds(row: &Map<String, Value>, condition: &Condition) -> bool {
 }
 
 #[cfg(test)]
-#[allow(clippy::unwrap_used, clippy::expect_used)]
 mod tests {
     use super::super::comparisons;
     use super::super::facts::tokens;

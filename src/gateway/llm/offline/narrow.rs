@@ -182,7 +182,6 @@ fn weekdays_in(value: &Value) -> Vec<usize> {
 }
 
 #[cfg(test)]
-#[allow(clippy::unwrap_used, clippy::expect_used)]
 mod tests {
     use super::*;
     use serde_json::json;

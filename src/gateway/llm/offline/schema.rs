@@ -145,7 +145,6 @@ fn allowed_values(leaves: &[&Value]) -> Vec<String> {
 }
 
 #[cfg(test)]
-#[allow(clippy::unwrap_used, clippy::expect_used)]
 mod tests {
     use super::*;
     use serde_json::json;
