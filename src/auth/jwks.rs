@@ -153,12 +153,16 @@ impl JwksCache {
         let fetched = tokio::time::timeout(self.fetch_timeout, self.fetch(jwks_uri))
             .await
             .unwrap_or_else(|_| {
-                Err(format!(
-                    "the issuer {} did not answer within {} s",
-                    self.issuer.internal,
-                    self.fetch_timeout.as_secs_f32()
-                ))
-            });
+                Err(FetchError {
+                    message: format!(
+                        "the issuer {} did not answer within {} s",
+                        self.issuer.internal,
+                        self.fetch_timeout.as_secs_f32()
+                    ),
+                    answered: false,
+                })
+            })
+            .map_err(|error| error.message);
         let mut cache = self.cache.write().await;
         match fetched {
             Ok((jwks_uri, keys)) => {
@@ -192,23 +196,26 @@ impl JwksCache {
     async fn fetch(
         &self,
         jwks_uri: Option<String>,
-    ) -> Result<(String, HashMap<String, CachedKey>), String> {
+    ) -> Result<(String, HashMap<String, CachedKey>), FetchError> {
         let jwks_uri = match jwks_uri {
             Some(uri) => uri,
             None => self.discover().await?,
         };
-        let set: JwkSet = self.get_json(&jwks_uri).await.map_err(|e| e.message)?;
+        let set: JwkSet = self.get_json(&jwks_uri).await?;
         Ok((jwks_uri, usable_keys(set)))
     }
 
-    async fn discover(&self) -> Result<String, String> {
-        let mut last_error = String::new();
+    async fn discover(&self) -> Result<String, FetchError> {
+        let mut last_error = FetchError {
+            message: "the issuer has no metadata document".to_owned(),
+            answered: false,
+        };
         for url in self.issuer.metadata_urls() {
             match self.get_json::<IssuerMetadata>(&url).await {
                 Ok(metadata) => return Ok(self.issuer.internalize(&metadata.jwks_uri)),
                 // Unreachable: the other document is on the same host, so don't wait twice.
-                Err(error) if !error.answered => return Err(error.message),
-                Err(error) => last_error = error.message,
+                Err(error) if !error.answered => return Err(error),
+                Err(error) => last_error = error,
             }
         }
         Err(last_error)

@@ -12,8 +12,13 @@ use serde::{Deserialize, Deserializer};
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct Span(pub Duration);
 
+/// Text that is not a duration, with what was expected.
+#[derive(Debug, thiserror::Error)]
+#[error("{0}")]
+pub struct NotADuration(String);
+
 impl FromStr for Span {
-    type Err = String;
+    type Err = NotADuration;
 
     fn from_str(text: &str) -> Result<Self, Self::Err> {
         parse(text).map(Span)
@@ -32,14 +37,20 @@ impl From<Span> for Duration {
     }
 }
 
-pub fn parse(text: &str) -> Result<Duration, String> {
+pub fn parse(text: &str) -> Result<Duration, NotADuration> {
     let text = text.trim();
     if let Ok(seconds) = text.parse::<f64>() {
-        return Duration::try_from_secs_f64(seconds)
-            .map_err(|_| format!("{text:?} is not a duration: seconds must be 0 or more"));
+        return Duration::try_from_secs_f64(seconds).map_err(|_| {
+            NotADuration(format!(
+                "{text:?} is not a duration: seconds must be 0 or more"
+            ))
+        });
     }
-    humantime::parse_duration(text)
-        .map_err(|error| format!("{text:?} is not a duration like 30s, 5m or 250ms: {error}"))
+    humantime::parse_duration(text).map_err(|error| {
+        NotADuration(format!(
+            "{text:?} is not a duration like 30s, 5m or 250ms: {error}"
+        ))
+    })
 }
 
 /// Serde: a number of seconds or a humantime string.
@@ -83,7 +94,7 @@ mod tests {
         assert_eq!(parse("1m 30s").unwrap(), Duration::from_secs(90));
         assert_eq!(parse("250ms").unwrap(), Duration::from_millis(250));
         assert!(parse("-1").is_err());
-        assert!(parse("soon").unwrap_err().contains("30s"));
+        assert!(parse("soon").unwrap_err().to_string().contains("30s"));
         assert_eq!(Span(Duration::from_secs(90)).to_string(), "1m 30s");
     }
 

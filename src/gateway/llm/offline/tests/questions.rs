@@ -165,7 +165,7 @@ async fn check_table(questions: &str, results: &str, tools: &[ToolDef]) -> Outco
         let mut fail = |why: String| outcome.failures.push(format!("{:?}: {why}", q.ask));
         let planned = calls(&run(&model, tools, question(&q.ask)).await);
         if let Err(why) = expected_calls(&table.server, q, &planned) {
-            fail(why);
+            fail(why.to_string());
             continue;
         }
         let Some(answer) = recorded.answers.iter().find(|a| a.ask == q.ask) else {
@@ -173,7 +173,7 @@ async fn check_table(questions: &str, results: &str, tools: &[ToolDef]) -> Outco
             continue;
         };
         if let Err(why) = same_calls(&table.server, &answer.calls, &planned) {
-            fail(why);
+            fail(why.to_string());
             continue;
         }
         let contents: Vec<String> = answer.calls.iter().map(RecordedCall::content).collect();
@@ -191,13 +191,13 @@ async fn check_table(questions: &str, results: &str, tools: &[ToolDef]) -> Outco
     outcome
 }
 
-fn expected_calls(server: &str, q: &Question, planned: &[ToolCall]) -> Result<(), String> {
+fn expected_calls(server: &str, q: &Question, planned: &[ToolCall]) -> anyhow::Result<()> {
     let made: Vec<String> = planned
         .iter()
         .map(|c| format!("{} {}", c.name, c.arguments))
         .collect();
     if planned.len() != q.calls.len() {
-        return Err(format!("expected {} calls, made {made:?}", q.calls.len()));
+        anyhow::bail!("expected {} calls, made {made:?}", q.calls.len());
     }
     for (want, call) in q.calls.iter().zip(planned) {
         let arguments: Map<String, Value> = serde_json::from_str(&call.arguments).unwrap();
@@ -208,18 +208,18 @@ fn expected_calls(server: &str, q: &Question, planned: &[ToolCall]) -> Result<()
             .any(|(k, v)| arguments.get(k) != Some(v));
         let extra = q.absent_arguments.iter().any(|k| arguments.contains_key(k));
         if call.name != name || differs || extra {
-            return Err(format!(
+            anyhow::bail!(
                 "expected {name} with {} (without {:?}), made {made:?}",
                 Value::Object(want.arguments.clone()),
                 q.absent_arguments
-            ));
+            );
         }
     }
     Ok(())
 }
 
 /// The recorded results answer exactly these calls, else they must be recorded again.
-fn same_calls(server: &str, recorded: &[RecordedCall], planned: &[ToolCall]) -> Result<(), String> {
+fn same_calls(server: &str, recorded: &[RecordedCall], planned: &[ToolCall]) -> anyhow::Result<()> {
     let same = recorded.len() == planned.len()
         && recorded.iter().zip(planned).all(|(r, p)| {
             let arguments: Value = serde_json::from_str(&p.arguments).unwrap();
@@ -228,7 +228,9 @@ fn same_calls(server: &str, recorded: &[RecordedCall], planned: &[ToolCall]) -> 
     if same {
         Ok(())
     } else {
-        Err("the recorded results are for other calls: record them again".to_owned())
+        Err(anyhow::anyhow!(
+            "the recorded results are for other calls: record them again"
+        ))
     }
 }
 
