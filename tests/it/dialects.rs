@@ -6,17 +6,8 @@
 
 use maitred::gateway::llm::text_calls::ToolCallMode;
 use maitred::scripted_llm::{Script, ToolCallSpec, Turn};
-use serde_json::Value;
 
-use crate::helpers::{Database, Llm, SseEvent, TestApp, answer};
-
-fn of<'a>(events: &'a [SseEvent], name: &str) -> Vec<&'a Value> {
-    events
-        .iter()
-        .filter(|e| e.event == name)
-        .map(|e| &e.data)
-        .collect()
-}
+use crate::helpers::{Database, Llm, SseEvent, TestApp, answer, of};
 
 async fn ask(turns: Vec<Turn>, mode: ToolCallMode) -> (TestApp, Vec<SseEvent>) {
     let app = TestApp::spawn_chat(&Database::Sqlite, Llm::Scripted(Script::new(turns)), |s| {

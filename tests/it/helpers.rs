@@ -594,3 +594,12 @@ impl TestApp {
             .unwrap()
     }
 }
+
+/// The data of the events called `name`, in order.
+pub(crate) fn of<'a>(events: &'a [SseEvent], name: &str) -> Vec<&'a Value> {
+    events
+        .iter()
+        .filter(|e| e.event == name)
+        .map(|e| &e.data)
+        .collect()
+}

@@ -8,15 +8,7 @@ use maitred::scripted_llm::{Script, ToolCallSpec, Turn};
 use maitred::settings::gateway_file::RolePolicy;
 use serde_json::{Value, json};
 
-use crate::helpers::{Database, Llm, SseEvent, TestApp, own_mcp_server};
-
-fn of<'a>(events: &'a [SseEvent], name: &str) -> Vec<&'a Value> {
-    events
-        .iter()
-        .filter(|e| e.event == name)
-        .map(|e| &e.data)
-        .collect()
-}
+use crate::helpers::{Database, Llm, TestApp, of, own_mcp_server};
 
 fn offered_tools(app: &TestApp) -> Vec<String> {
     let requests = app.llm.as_ref().unwrap().requests();

@@ -8,15 +8,7 @@ use maitred::settings::mcp_servers::ServerConfig;
 use serde_json::{Value, json};
 
 use crate::browser::{Browser, SignedIn};
-use crate::helpers::{Database, Llm, SseEvent, SseReader, TestApp, own_mcp_server};
-
-fn of<'a>(events: &'a [SseEvent], name: &str) -> Vec<&'a Value> {
-    events
-        .iter()
-        .filter(|e| e.event == name)
-        .map(|e| &e.data)
-        .collect()
-}
+use crate::helpers::{Database, Llm, SseEvent, SseReader, TestApp, of, own_mcp_server};
 
 /// Login CSRF: the attacker signs in as themselves, stops before the callback and
 /// sends its URL to a victim. The victim's browser did not start that login: refused.
