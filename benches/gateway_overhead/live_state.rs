@@ -10,7 +10,7 @@ use std::time::Duration;
 use serde_json::json;
 
 use crate::measure::{FRAGMENTS, Path, Samples, percentile, round};
-use crate::processes::{Commands, Redis, Stack, cpu_time};
+use crate::processes::{Commands, Redis, Stack, cpu_time, rss_kib};
 use crate::{Options, no_tools};
 
 /// What one run of answers cost.
@@ -63,9 +63,16 @@ struct Mode {
     straight: Samples,
     through: Samples,
     sequential: Cost,
+    /// 100 streams at once, `rounds` times.
+    hundred_straight: Samples,
+    hundred_through: Samples,
     burst_straight: Samples,
     burst_through: Samples,
     burst: Cost,
+    /// The gateway's RSS once idle after every answer above, and their number.
+    rss_after: (usize, u64),
+    /// Answers whose upstream sends its fragments back to back, one at a time.
+    back_to_back: Cost,
 }
 
 pub async fn live_state(stack: &mut Stack, options: &Options) -> anyhow::Result<()> {
@@ -80,6 +87,12 @@ pub async fn live_state(stack: &mut Stack, options: &Options) -> anyhow::Result<
         .await?;
     let token: Arc<str> = stack.token().await?.into();
     let http = maitred::http_client::streaming()?;
+    let fast = stack
+        .upstream(
+            "fast-live",
+            &json!({ "repeat": { "fragments": fragments } }),
+        )
+        .await?;
     let straight = Path::Upstream(upstream.clone());
 
     let mut modes = Vec::new();
@@ -113,6 +126,12 @@ pub async fn live_state(stack: &mut Stack, options: &Options) -> anyhow::Result<
         })
         .await?;
 
+        let (mut hundred_straight, mut hundred_through) = (Samples::default(), Samples::default());
+        for _ in 0..options.rounds {
+            round(&http, &straight, 100, &mut hundred_straight).await?;
+            round(&http, &through, 100, &mut hundred_through).await?;
+        }
+
         let mut burst_straight = Samples::default();
         round(&http, &straight, options.burst, &mut burst_straight).await?;
         // Let the upstream's and the client's connections settle before the next burst.
@@ -123,15 +142,41 @@ pub async fn live_state(stack: &mut Stack, options: &Options) -> anyhow::Result<
             Ok(options.burst)
         })
         .await?;
+        tokio::time::sleep(Duration::from_secs(2)).await;
+        let answers = 8 + options.streams + 100 * options.rounds + options.burst;
+        let rss_after = (answers, rss_kib(pid)?);
+        stack.stop_from(before).await;
+
+        // The same answers with no pause between fragments: the gateway's own cost
+        // with nothing waiting on the upstream's pace.
+        let file = format!("gateway-live-fast-{}", modes.len());
+        let (port, pid) = stack.gateway(&file, &fast, &no_tools(), &env).await?;
+        let through = Path::Gateway {
+            url: format!("http://127.0.0.1:{port}"),
+            token: token.clone(),
+        };
+        let mut fast_through = Samples::default();
+        round(&http, &through, 4, &mut fast_through).await?;
+        let back_to_back = cost(pid, &redis, async {
+            for _ in 0..options.streams {
+                round(&http, &through, 1, &mut fast_through).await?;
+            }
+            Ok(options.streams)
+        })
+        .await?;
         stack.stop_from(before).await;
         modes.push(Mode {
             name,
             straight: one_straight,
             through: one_through,
             sequential,
+            hundred_straight,
+            hundred_through,
             burst_straight,
             burst_through,
             burst,
+            rss_after,
+            back_to_back,
         });
     }
     report(&modes, options);
@@ -143,26 +188,35 @@ fn report(modes: &[Mode], options: &Options) {
     let ms = |s: &Samples, p| percentile(&s.first, p);
     println!("\n## Live state in Redis vs in process\n");
     println!(
-        "### Time to first token, one stream at a time ({} streams per path, {FRAGMENTS} fragments {} ms apart)\n",
-        options.streams, options.pace_ms
+        "### Time to first token ({FRAGMENTS} fragments {} ms apart; at 1, {} streams per path one after the other, at 100, {} rounds of 100 at once)\n",
+        options.pace_ms, options.streams, options.rounds
     );
     println!(
-        "| live state | upstream p50 ms | gateway p50 ms | added p50 ms | upstream p99 ms | gateway p99 ms | added p99 ms | gap added p99 ms |"
+        "| live state | concurrent streams | streams | upstream p50 ms | gateway p50 ms | added p50 ms | upstream p99 ms | gateway p99 ms | added p99 ms | gap added p99 ms |"
     );
-    println!("|---|---|---|---|---|---|---|---|");
-    for mode in modes {
-        let (a, b) = (&mode.straight, &mode.through);
-        println!(
-            "| {} | {:.2} | {:.2} | {:+.2} | {:.2} | {:.2} | {:+.2} | {:+.2} |",
-            mode.name,
-            ms(a, 0.5),
-            ms(b, 0.5),
-            ms(b, 0.5) - ms(a, 0.5),
-            ms(a, 0.99),
-            ms(b, 0.99),
-            ms(b, 0.99) - ms(a, 0.99),
-            percentile(&b.gaps, 0.99) - percentile(&a.gaps, 0.99),
-        );
+    println!("|---|---|---|---|---|---|---|---|---|---|");
+    for (concurrency, pick) in [
+        (
+            1,
+            (|m: &Mode| (&m.straight, &m.through)) as fn(&Mode) -> (&Samples, &Samples),
+        ),
+        (100, |m: &Mode| (&m.hundred_straight, &m.hundred_through)),
+    ] {
+        for mode in modes {
+            let (a, b) = pick(mode);
+            println!(
+                "| {} | {concurrency} | {} | {:.2} | {:.2} | {:+.2} | {:.2} | {:.2} | {:+.2} | {:+.2} |",
+                mode.name,
+                b.first.len(),
+                ms(a, 0.5),
+                ms(b, 0.5),
+                ms(b, 0.5) - ms(a, 0.5),
+                ms(a, 0.99),
+                ms(b, 0.99),
+                ms(b, 0.99) - ms(a, 0.99),
+                percentile(&b.gaps, 0.99) - percentile(&a.gaps, 0.99),
+            );
+        }
     }
 
     println!(
@@ -196,18 +250,31 @@ fn report(modes: &[Mode], options: &Options) {
         "CPU is `utime + stime` from `/proc/<pid>/stat` over the run, divided by the answers. Redis commands are from `INFO commandstats`, which counts the commands a Lua script runs besides the `EVALSHA` itself.\n"
     );
     println!(
-        "| live state | run | answers | gateway CPU ms/answer | Redis CPU ms/answer | Redis commands/answer |"
+        "| live state | run ({FRAGMENTS} fragments) | answers | gateway CPU ms/answer | Redis CPU ms/answer | Redis commands/answer |"
     );
     println!("|---|---|---|---|---|---|");
     for mode in modes {
         println!("{}", mode.sequential.row(mode.name, "one at a time"));
         println!("{}", mode.burst.row(mode.name, "burst"));
+        println!(
+            "{}",
+            mode.back_to_back
+                .row(mode.name, "back to back, one at a time")
+        );
+    }
+
+    println!("\n### Gateway memory after the answers above, idle\n");
+    println!("| live state | answers | RSS MiB |");
+    println!("|---|---|---|");
+    for mode in modes {
+        let (answers, kib) = mode.rss_after;
+        println!("| {} | {answers} | {:.1} |", mode.name, kib as f64 / 1024.0);
     }
 
     if let Some(redis) = modes.iter().find(|m| m.sequential.commands.total > 0) {
         println!("\n### Redis commands per answer, by command\n");
-        println!("| command | one at a time | burst |");
-        println!("|---|---|---|");
+        println!("| command | one at a time | burst | back to back |");
+        println!("|---|---|---|---|");
         let count = |cost: &Cost, name: &str| {
             cost.per_answer(
                 cost.commands
@@ -224,6 +291,7 @@ fn report(modes: &[Mode], options: &Options) {
             .by_name
             .iter()
             .chain(&redis.burst.commands.by_name)
+            .chain(&redis.back_to_back.commands.by_name)
         {
             if !names.contains(&name.as_str()) {
                 names.push(name);
@@ -231,9 +299,10 @@ fn report(modes: &[Mode], options: &Options) {
         }
         for name in names {
             println!(
-                "| {name} | {:.2} | {:.2} |",
+                "| {name} | {:.2} | {:.2} | {:.2} |",
                 count(&redis.sequential, name),
-                count(&redis.burst, name)
+                count(&redis.burst, name),
+                count(&redis.back_to_back, name)
             );
         }
     }
