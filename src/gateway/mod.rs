@@ -7,6 +7,7 @@ mod auth;
 mod bindings;
 pub mod chat;
 mod error;
+mod extract;
 pub mod ids;
 pub mod live;
 pub mod llm;

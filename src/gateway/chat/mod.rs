@@ -12,7 +12,6 @@ use std::convert::Infallible;
 use std::time::Duration;
 
 use axum::Json;
-use axum::extract::rejection::JsonRejection;
 use axum::extract::{Path, State};
 use axum::http::{HeaderMap, HeaderValue, StatusCode};
 use axum::response::sse::{Event, KeepAlive, Sse};
@@ -24,6 +23,7 @@ use super::GatewayState;
 use super::answer::Asking;
 use super::auth::ChatUser;
 use super::error::GatewayError;
+use super::extract::GatewayJson;
 use super::ids::{ConversationId, MessageId, ToolCallId};
 use super::live::{CancelOutcome, Events};
 use crate::trace_context::TraceContext;
@@ -42,27 +42,6 @@ pub struct Question {
 fn parse_id<T: std::str::FromStr>(what: &'static str, text: &str) -> Result<T, GatewayError> {
     text.parse()
         .map_err(|_| GatewayError::not_found(what, text))
-}
-
-/// JSON bodies whose rejections are the gateway's envelope.
-pub(crate) fn body<T>(
-    result: Result<Json<T>, JsonRejection>,
-    limit: usize,
-) -> Result<T, GatewayError> {
-    match result {
-        Ok(Json(value)) => Ok(value),
-        Err(JsonRejection::MissingJsonContentType(_)) => Err(GatewayError::UnsupportedMediaType(
-            "send the body as JSON with Content-Type: application/json".into(),
-        )),
-        Err(rejection) if rejection.status() == StatusCode::PAYLOAD_TOO_LARGE => {
-            Err(GatewayError::PayloadTooLarge { limit })
-        }
-        Err(JsonRejection::JsonSyntaxError(e)) => Err(GatewayError::InvalidRequest(format!(
-            "the body is not valid JSON: {}",
-            e.body_text().split_once("JSON: ").map_or("", |(_, r)| r)
-        ))),
-        Err(rejection) => Err(GatewayError::InvalidRequest(rejection.body_text())),
-    }
 }
 
 /// The SSE response for an answer's events; `watching` counts this viewer while the
@@ -90,18 +69,17 @@ pub(crate) fn sse(
 }
 
 /// `POST /api/v1/resos/stream/chat`
-pub async fn ask(
+pub(crate) async fn ask(
     State(state): State<GatewayState>,
     user: ChatUser,
     trace: TraceContext,
-    request: Result<Json<Question>, JsonRejection>,
+    GatewayJson(question): GatewayJson<Question>,
 ) -> Result<Response, GatewayError> {
     let arrived = std::time::Instant::now();
     if state.shutdown.is_cancelled() {
         state.gateway_metrics.refused("shutting_down");
         return Err(GatewayError::ShuttingDown);
     }
-    let question = body(request, state.body_limit)?;
     let text = question.question.trim().to_owned();
     if text.is_empty() {
         return Err(GatewayError::InvalidRequest("the question is empty".into()));
@@ -188,14 +166,13 @@ pub async fn cancel(
 }
 
 /// `POST /api/v1/resos/chat/approvals/{id}`
-pub async fn decide(
+pub(crate) async fn decide(
     State(state): State<GatewayState>,
     user: ChatUser,
     Path(id): Path<String>,
-    request: Result<Json<Decision>, JsonRejection>,
+    GatewayJson(decision): GatewayJson<Decision>,
 ) -> Result<Json<Decided>, GatewayError> {
     let id: ToolCallId = parse_id("approval", &id)?;
-    let decision = body(request, state.body_limit)?;
     decision.check()?;
     let status = if decision.approve {
         "approved"

@@ -117,7 +117,7 @@ pub struct Cancelled {
 
 /// `POST /api/v1/resos/chat/approvals/{id}`
 #[derive(Debug, Serialize)]
-pub struct Decided {
+pub(crate) struct Decided {
     pub id: ToolCallId,
     /// `approved` or `denied`.
     pub status: &'static str,

@@ -6,7 +6,6 @@ use std::time::Instant;
 
 use axum::Json;
 use axum::extract::State;
-use axum::extract::rejection::JsonRejection;
 use axum::response::sse::Event;
 use axum::response::{IntoResponse, Response};
 use futures::StreamExt;
@@ -18,9 +17,10 @@ use super::errors::OpenAiError;
 use super::request::ChatCompletionRequest;
 use crate::gateway::GatewayState;
 use crate::gateway::answer::Asking;
+use crate::gateway::chat::sse;
 use crate::gateway::chat::start::{NewAnswer, Started, start};
-use crate::gateway::chat::{body, sse};
 use crate::gateway::error::GatewayError;
+use crate::gateway::extract::GatewayJson;
 use crate::trace_context::TraceContext;
 
 /// The models this API answers as: the gateway, and the gateway named after the
@@ -57,14 +57,15 @@ pub(super) async fn completions(
     State(state): State<GatewayState>,
     ApiUser(user): ApiUser,
     trace: TraceContext,
-    request: Result<Json<ChatCompletionRequest>, JsonRejection>,
+    request: Result<GatewayJson<ChatCompletionRequest>, GatewayError>,
 ) -> Result<Response, OpenAiError> {
     let arrived = Instant::now();
     if state.shutdown.is_cancelled() {
         state.gateway_metrics.refused("shutting_down");
         return Err(GatewayError::ShuttingDown.into());
     }
-    let request = body(request, state.body_limit)?;
+    // The body's problems, in OpenAI's error shape.
+    let GatewayJson(request) = request?;
     if !served(&state).contains(&request.model) {
         return Err(OpenAiError::model_not_found(&request.model));
     }
