@@ -9,6 +9,10 @@
 mod assemble;
 mod failure;
 mod pipeline;
+
+// The offline model's question tables cut tool results as the pipeline does.
+#[cfg(test)]
+pub(crate) use pipeline::capped;
 pub mod ports;
 mod prompt;
 pub mod recorder;

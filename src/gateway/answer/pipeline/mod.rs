@@ -9,6 +9,9 @@
 mod permission;
 pub(super) mod summarise;
 
+#[cfg(test)]
+pub(crate) use summarise::capped;
+
 use serde_json::Value;
 
 use super::recorder::{ShownCall, StartedCall};

@@ -42,7 +42,7 @@ pub(crate) fn outcome(outcome: CallOutcome, cap: usize) -> Summarised {
 }
 
 /// Output past the cap is cut, and says so, so the model knows it saw a part.
-fn capped(text: String, max: usize) -> String {
+pub(crate) fn capped(text: String, max: usize) -> String {
     if text.len() <= max {
         return text;
     }

@@ -19,7 +19,7 @@ const INVENTORY_QUESTIONS: &str = include_str!("../../testdata/inventory/questio
 const INVENTORY_RESULTS: &str = include_str!("../../testdata/inventory/results.json");
 
 /// The gateway's default cap on one tool result given to the model.
-const OUTPUT_CAP: usize = 16 * 1024;
+const OUTPUT_CAP: usize = crate::settings::defaults::TOOL_OUTPUT_CAP;
 /// An answer fits on a screen.
 const MAX_ANSWER_LINES: usize = 25;
 const MAX_ANSWER_CHARS: usize = 2500;
@@ -78,24 +78,9 @@ impl RecordedCall {
             (None, Some(error), _) => format!("Error: {error}"),
             (None, None, text) => text.clone().unwrap_or_default(),
         };
-        cap(content)
+        // The gateway's output cap, as the tool pipeline applies it.
+        crate::gateway::answer::capped(content, OUTPUT_CAP)
     }
-}
-
-/// The gateway's output cap, as `chat::agent` applies it.
-fn cap(text: String) -> String {
-    if text.len() <= OUTPUT_CAP {
-        return text;
-    }
-    let mut cut = OUTPUT_CAP;
-    while !text.is_char_boundary(cut) {
-        cut -= 1;
-    }
-    format!(
-        "{}\n…[output truncated: the first {cut} of {} bytes are shown; ask for less, e.g. with a smaller limit or a filter]",
-        &text[..cut],
-        text.len()
-    )
 }
 
 /// A server's `tools/list` as the gateway offers it to a model: `server__name`, the
