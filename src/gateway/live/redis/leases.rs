@@ -173,14 +173,7 @@ async fn end(live: &RedisLive, store: &Store, id: &MessageId) -> Result<(), Live
     let retention = live.timings.retention.as_millis() as i64;
     let mut pipe = redis::pipe();
     for event in &ending {
-        pipe.cmd("XADD")
-            .arg(live.keys.events(id))
-            .arg(wire::entry_id(event.seq))
-            .arg("n")
-            .arg(&*event.name)
-            .arg("d")
-            .arg(&*event.data)
-            .ignore();
+        wire::xadd(&mut pipe, live.keys.events(id), None, event);
     }
     if !ending.is_empty() {
         pipe.publish(

@@ -156,17 +156,12 @@ async fn write(
     let mut pipe = redis::pipe();
     let mut answers: Vec<(&MessageId, Vec<&LoggedEvent>)> = Vec::new();
     for Append { answer, event } in &batch {
-        pipe.cmd("XADD")
-            .arg(keys.events(&answer.message))
-            .arg("MAXLEN")
-            .arg("~")
-            .arg(MAX_EVENTS)
-            .arg(wire::entry_id(event.seq))
-            .arg("n")
-            .arg(&*event.name)
-            .arg("d")
-            .arg(&*event.data)
-            .ignore();
+        wire::xadd(
+            &mut pipe,
+            keys.events(&answer.message),
+            Some(MAX_EVENTS),
+            event,
+        );
         match answers.iter_mut().find(|(id, _)| *id == &answer.message) {
             Some((_, events)) => events.push(event),
             None => answers.push((&answer.message, vec![event])),

@@ -13,6 +13,26 @@ pub(super) fn entry_id(seq: u64) -> String {
     format!("{seq}-0")
 }
 
+/// `XADD key [MAXLEN ~ max] <seq>-0 n <name> d <data>`: one event, at the entry id of
+/// its sequence number.
+pub(super) fn xadd(
+    pipe: &mut redis::Pipeline,
+    key: String,
+    max_len: Option<usize>,
+    event: &LoggedEvent,
+) {
+    let cmd = pipe.cmd("XADD").arg(key);
+    if let Some(max) = max_len {
+        cmd.arg("MAXLEN").arg("~").arg(max);
+    }
+    cmd.arg(entry_id(event.seq))
+        .arg("n")
+        .arg(&*event.name)
+        .arg("d")
+        .arg(&*event.data)
+        .ignore();
+}
+
 pub(super) fn encode_batch(events: &[&LoggedEvent]) -> String {
     let array: Vec<(u64, &str, &str)> =
         events.iter().map(|e| (e.seq, &*e.name, &*e.data)).collect();
