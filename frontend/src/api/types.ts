@@ -39,6 +39,8 @@ import type {
   ToolResultEvent,
   UsageEvent,
 } from "./generated";
+import type { InputRequiredEvent, InputResolvedEvent, ToolProgressEvent } from "../chat/inputEvents";
+export type { InputAction, InputMode, InputRequiredEvent, InputResolvedEvent, ToolProgressEvent } from "../chat/inputEvents";
 
 /** The gateway's error envelope. */
 export interface ErrorBody {
@@ -54,6 +56,9 @@ export type ChatEvent =
   | { type: "token"; data: TokenEvent }
   | { type: "tool_call"; data: ToolCallEvent }
   | { type: "approval_required"; data: ApprovalRequiredEvent }
+  | { type: "input_required"; data: InputRequiredEvent }
+  | { type: "input_resolved"; data: InputResolvedEvent }
+  | { type: "tool_progress"; data: ToolProgressEvent }
   | { type: "tool_result"; data: ToolResultEvent }
   | { type: "usage"; data: UsageEvent }
   | { type: "error"; data: ErrorEvent }
