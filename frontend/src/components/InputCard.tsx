@@ -26,8 +26,10 @@ export function InputCard({
   const busy = input.state === "sending";
 
   // The request appears: the person's attention goes to it (the announcer says why).
+  // A field the form itself chose (one the server named) keeps it.
   useEffect(() => {
-    card.current?.querySelector<HTMLElement>(FOCUSABLE)?.focus();
+    const el = card.current;
+    if (el && !el.contains(document.activeElement)) el.querySelector<HTMLElement>(FOCUSABLE)?.focus();
   }, []);
 
   return (
