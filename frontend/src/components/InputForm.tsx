@@ -42,11 +42,19 @@ export function InputForm({
   );
 
 
-  // The server refused the answer: go to the first field it named.
+  // The gateway refused the answer: go to the first field it named, or else back to
+  // Send, since the button pressed was disabled meanwhile and may have lost the focus.
+  const answered = input.problems !== undefined;
   useEffect(() => {
+    const el = form.current;
+    if (!el || busy || !answered) return;
     const first = spec.fields.find((f) => server.byField[f.name]);
-    if (first) focusField(form.current, first.name);
-  }, [server, spec.fields]);
+    if (first) {
+      focusField(el, first.name);
+    } else if (!el.contains(document.activeElement)) {
+      el.querySelector<HTMLElement>('[data-testid="input-send"]')?.focus();
+    }
+  }, [server, spec.fields, busy, answered]);
 
   const send = (): void => {
     if (busy || expired || spec.blocked) return;

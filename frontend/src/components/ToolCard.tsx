@@ -128,7 +128,7 @@ export function ToolCard({
         />
       )}
       {outcome && (
-        <p className="tool-decision" data-testid="input-outcome" data-outcome={input?.outcome ?? "gone"}>
+        <p className="tool-decision" role="status" data-testid="input-outcome" data-outcome={input?.outcome ?? "gone"}>
           {outcome}
         </p>
       )}
