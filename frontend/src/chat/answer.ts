@@ -109,6 +109,9 @@ function updateTool(answer: Answer, id: string, change: (tool: ToolView) => Tool
 
 const isActive = (tool: ToolView): boolean => tool.status === "running" || tool.status === "waiting";
 
+const pendingApproval = (tool: ToolView): boolean =>
+  tool.approval !== undefined && (tool.approval.decision === "pending" || tool.approval.decision === "sending");
+
 /** The tool's card once its request for input no longer waits: open requests close without an outcome. */
 function closeInput(tool: ToolView): InputRequest | undefined {
   return tool.input && tool.input.state !== "closed" ? { ...tool.input, state: "closed" } : tool.input;
@@ -170,9 +173,6 @@ function inputResolved(answer: Answer, event: Extract<ChatEvent, { type: "input_
     ),
   };
 }
-
-const pendingApproval = (tool: ToolView): boolean =>
-  tool.approval !== undefined && (tool.approval.decision === "pending" || tool.approval.decision === "sending");
 
 export function applyEvent(answer: Answer, event: ChatEvent): Answer {
   switch (event.type) {
