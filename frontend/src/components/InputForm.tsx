@@ -33,14 +33,9 @@ export function InputForm({
 
   const own = formProblems(spec.fields, values);
   const server = useMemo(
-    () =>
-      splitProblems(
-        input.problems ?? [],
-        spec.fields.map((f) => f.name),
-      ),
+    () => splitProblems(input.problems ?? [], spec.fields.map((f) => f.name)),
     [input.problems, spec.fields],
   );
-
 
   // The gateway refused the answer: go to the first field it named, or else back to
   // Send, since the button pressed was disabled meanwhile and may have lost the focus.
