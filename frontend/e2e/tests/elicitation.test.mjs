@@ -36,15 +36,20 @@ function addDays(date, days) {
 
 /**
  * Approves the answer's write calls as they come (the operator's policy puts bookings
- * behind approval) until `until` is visible.
+ * behind approval) until `until` is visible; fails at once if the answer ends first.
  */
-async function approveUntil(page, until) {
-  const approval = page.locator(byTestId('approval-card'));
+async function approveUntil(page, answer, until) {
+  const approval = answer.message.locator(byTestId('approval-card'));
+  const ended = answer.message.and(page.locator('[data-streaming="false"]'));
   for (;;) {
-    await until.or(approval).first().waitFor();
+    await until.or(approval).or(ended).first().waitFor();
     if (await until.isVisible()) return;
-    await approval.first().locator(byTestId('approve-button')).click();
-    await approval.first().waitFor({ state: 'detached' });
+    if (await approval.first().isVisible()) {
+      await approval.first().locator(byTestId('approve-button')).click();
+      await approval.first().waitFor({ state: 'detached' });
+      continue;
+    }
+    throw new Error(`the answer ended before it was time: "${await answer.text.innerText()}"`);
   }
 }
 
@@ -78,7 +83,7 @@ describe('tools that ask for input and report progress', () => {
 
     const answer = lastAssistant(page);
     const form = answer.message.locator(byTestId('input-card'));
-    await approveUntil(page, form);
+    await approveUntil(page, answer, form);
     const card = answer.toolCards.filter({ has: form });
     assert.match(await card.getAttribute('data-tool'), /createBooking/);
     assert.equal(await card.getAttribute('data-status'), 'waiting');
@@ -123,7 +128,7 @@ describe('tools that ask for input and report progress', () => {
     assert.equal(body.content.guestEmail, email);
     assert.match(await card.locator(byTestId('input-outcome')).innerText(), /You sent the details/);
 
-    await approveUntil(page, answer.message.and(page.locator('[data-streaming="false"]')));
+    await approveUntil(page, answer, answer.message.and(page.locator('[data-streaming="false"]')));
     const booked = answer.toolCards.and(page.locator('[data-tool="createBooking"][data-status="ok"]'));
     await booked.first().waitFor();
     assert.ok((await answer.text.innerText()).includes(slot.time), 'the answer names the booked time');
