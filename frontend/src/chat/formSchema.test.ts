@@ -30,10 +30,10 @@ describe("formFromSchema", () => {
         maxLength: 40,
       },
       { name: "email", label: "Email", required: true, kind: "email" },
+      { name: "people", label: "people", required: true, kind: "integer", minimum: 1, maximum: 12, default: 2 },
       { name: "site", label: "site", required: false, kind: "url" },
       { name: "day", label: "day", required: false, kind: "date", default: "2026-12-01" },
       { name: "at", label: "at", required: false, kind: "datetime" },
-      { name: "people", label: "people", required: true, kind: "integer", minimum: 1, maximum: 12, default: 2 },
       { name: "budget", label: "budget", required: false, kind: "number", minimum: 0.5 },
       { name: "newsletter", label: "Send me news", required: false, kind: "boolean", default: true },
     ]);
@@ -57,6 +57,16 @@ describe("formFromSchema", () => {
     });
     expect(spec.fields).toEqual([
       {
+        name: "seating",
+        label: "seating",
+        required: true,
+        kind: "choice",
+        options: [
+          { value: "bar", label: "At the bar" },
+          { value: "table", label: "At a table" },
+        ],
+      },
+      {
         name: "area",
         label: "area",
         required: false,
@@ -66,16 +76,6 @@ describe("formFromSchema", () => {
           { value: "out", label: "Terrace" },
         ],
         default: "out",
-      },
-      {
-        name: "seating",
-        label: "seating",
-        required: true,
-        kind: "choice",
-        options: [
-          { value: "bar", label: "At the bar" },
-          { value: "table", label: "At a table" },
-        ],
       },
       {
         name: "untitled",
@@ -88,6 +88,15 @@ describe("formFromSchema", () => {
         ],
       },
     ]);
+  });
+
+  it("puts the fields that must be filled in first, the rest in the schema's order", () => {
+    const spec = formFromSchema({
+      type: "object",
+      properties: { guestEmail: { type: "string" }, guestName: { type: "string" }, guestPhone: { type: "string" } },
+      required: ["guestName"],
+    });
+    expect(spec.fields.map((f) => f.name)).toEqual(["guestName", "guestEmail", "guestPhone"]);
   });
 
   it("keeps a string with a format it does not know as plain text", () => {

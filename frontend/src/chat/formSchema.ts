@@ -154,5 +154,8 @@ export function formFromSchema(schema: unknown): FormSpec {
       if (required.has(name)) spec.blocked = true;
     }
   }
+  // What must be filled in comes first. A JSON object's keys have no order to keep:
+  // the MCP SDKs may well send them sorted by name, which is no order for a person.
+  spec.fields = [...spec.fields.filter((f) => f.required), ...spec.fields.filter((f) => !f.required)];
   return spec;
 }

@@ -59,12 +59,13 @@ describe("the form card", () => {
     render(<ToolCard tool={waiting()} onAnswerInput={() => {}} />);
     const card = screen.getByTestId("input-card");
     expect(within(card).getByTestId("input-message").textContent).toBe("Who is the booking for?");
+    // The required ones first.
     expect(screen.getAllByTestId("input-field").map((f) => f.dataset.field)).toEqual([
       "name",
       "email",
+      "seating",
       "people",
       "terrace",
-      "seating",
       "occasion",
     ]);
 
