@@ -90,6 +90,52 @@ describe("formFromSchema", () => {
     ]);
   });
 
+  it("reads a multiple choice: an array of enum items, titled or not", () => {
+    const spec = formFromSchema({
+      type: "object",
+      properties: {
+        diets: {
+          type: "array",
+          title: "Dietary needs",
+          minItems: 1,
+          maxItems: 2,
+          items: { anyOf: [{ const: "vegan", title: "Vegan" }, { const: "nuts", title: "No nuts" }, { const: "gf", title: "Gluten-free" }] },
+          default: ["nuts", "unknown"],
+        },
+        extras: { type: "array", items: { type: "string", enum: ["cake", "flowers"] } },
+        loose: { type: "array", items: { type: "string" } },
+      },
+    });
+    expect(spec.fields).toEqual([
+      {
+        name: "diets",
+        label: "Dietary needs",
+        required: false,
+        kind: "choices",
+        options: [
+          { value: "vegan", label: "Vegan" },
+          { value: "nuts", label: "No nuts" },
+          { value: "gf", label: "Gluten-free" },
+        ],
+        minItems: 1,
+        maxItems: 2,
+        default: ["nuts"],
+      },
+      {
+        name: "extras",
+        label: "extras",
+        required: false,
+        kind: "choices",
+        options: [
+          { value: "cake", label: "cake" },
+          { value: "flowers", label: "flowers" },
+        ],
+      },
+    ]);
+    // An array of free text is not a choice: the form cannot show it.
+    expect(spec.unsupported).toEqual(["loose"]);
+  });
+
   it("puts the fields that must be filled in first, the rest in the schema's order", () => {
     const spec = formFromSchema({
       type: "object",

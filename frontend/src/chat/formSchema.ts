@@ -1,5 +1,5 @@
 // A tool's request for input carries the MCP spec's restricted elicitation schema: a
-// flat object of strings, numbers, booleans and single-choice enums. It comes from an
+// flat object of strings, numbers, booleans, and enums to choose one or several of. It comes from an
 // MCP server, so it is read defensively into fields the form can show; anything else
 // is reported as unsupported rather than guessed at.
 
@@ -44,7 +44,16 @@ export interface ChoiceField extends FieldBase {
   default?: string | number;
 }
 
-export type FormField = TextField | NumberField | BooleanField | ChoiceField;
+/** Several of a list (an array of enum items). */
+export interface ChoicesField extends FieldBase {
+  kind: "choices";
+  options: ChoiceOption[];
+  minItems?: number;
+  maxItems?: number;
+  default?: (string | number)[];
+}
+
+export type FormField = TextField | NumberField | BooleanField | ChoiceField | ChoicesField;
 
 export interface FormSpec {
   fields: FormField[];
@@ -78,7 +87,7 @@ const finite = (value: unknown): number | undefined =>
 const isEnumValue = (value: unknown): value is string | number =>
   typeof value === "string" || (typeof value === "number" && Number.isFinite(value));
 
-/** `enum` (titled by `enumNames` when given) or `oneOf: [{const, title}]`. */
+/** `enum` (titled by `enumNames` when given), or `oneOf` / `anyOf` of `{const, title}`. */
 function choiceOptions(property: Json): ChoiceOption[] | null {
   if (Array.isArray(property.enum)) {
     const names: unknown[] = Array.isArray(property.enumNames) ? property.enumNames : [];
@@ -86,9 +95,10 @@ function choiceOptions(property: Json): ChoiceOption[] | null {
     if (values.length === 0 || values.length !== property.enum.length) return null;
     return values.map((value, i) => ({ value, label: text(names[i]) ?? String(value) }));
   }
-  if (Array.isArray(property.oneOf)) {
+  const titled: unknown = property.oneOf ?? property.anyOf;
+  if (Array.isArray(titled)) {
     const options: ChoiceOption[] = [];
-    for (const entry of property.oneOf) {
+    for (const entry of titled) {
       if (!isObject(entry) || !isEnumValue(entry.const)) return null;
       options.push({ value: entry.const, label: text(entry.title) ?? String(entry.const) });
     }
@@ -97,11 +107,27 @@ function choiceOptions(property: Json): ChoiceOption[] | null {
   return null;
 }
 
+function choicesField(base: FieldBase, property: Json, items: Json): ChoicesField | null {
+  const options = choiceOptions(items);
+  if (!options) return null;
+  const result: ChoicesField = { ...base, kind: "choices", options };
+  const min = count(property.minItems);
+  const max = count(property.maxItems);
+  if (min !== undefined) result.minItems = min;
+  if (max !== undefined) result.maxItems = max;
+  if (Array.isArray(property.default)) {
+    const known = property.default.filter((d): d is string | number => options.some((o) => o.value === d));
+    if (known.length > 0) result.default = known;
+  }
+  return result;
+}
+
 function field(name: string, property: Json, required: boolean): FormField | null {
   const base: FieldBase = { name, label: text(property.title) ?? name, required };
   const description = text(property.description);
   if (description) base.description = description;
 
+  if (property.type === "array") return isObject(property.items) ? choicesField(base, property, property.items) : null;
   const options = choiceOptions(property);
   if (options) {
     const choice: ChoiceField = { ...base, kind: "choice", options };

@@ -112,6 +112,29 @@ describe("fieldProblem", () => {
   });
 });
 
+describe("several choices", () => {
+  const diets = one({ type: "array", maxItems: 2, items: { enum: ["vegan", "nuts", "gf"] }, default: ["gf"] }, true);
+
+  it("start from the default, ticked by index", () => {
+    expect(initialValues([diets])).toEqual({ f: ["2"] });
+  });
+
+  it("are checked against required, minItems and maxItems", () => {
+    expect(fieldProblem(diets, [])).toBe("Choose at least one.");
+    expect(fieldProblem(diets, ["0", "2"])).toBeNull();
+    expect(fieldProblem(diets, ["0", "1", "2"])).toBe("Choose at most 2.");
+    const two = one({ type: "array", minItems: 2, items: { enum: ["a", "b", "c"] } });
+    expect(fieldProblem(two, [])).toBeNull();
+    expect(fieldProblem(two, ["1"])).toBe("Choose at least 2.");
+  });
+
+  it("are sent as the options' values, in the options' order", () => {
+    expect(formContent([diets], { f: ["2", "0"] })).toEqual({ f: ["vegan", "gf"] });
+    const optional = one({ type: "array", items: { enum: ["a"] } });
+    expect(formContent([optional], { f: [] })).toEqual({});
+  });
+});
+
 describe("formProblems and formContent", () => {
   const form = fields(
     {

@@ -4,8 +4,12 @@
 
 import type { FormField } from "./formSchema";
 
-/** Text and numbers as typed, booleans as ticked, a choice as its option's index ("" for none). */
-export type FormValues = Record<string, string | boolean>;
+/**
+ * Text and numbers as typed, booleans as ticked, a choice as its option's index ("" for
+ * none), several choices as the indices ticked.
+ */
+export type FormValue = string | boolean | string[];
+export type FormValues = Record<string, FormValue>;
 
 const pad = (n: number): string => String(n).padStart(2, "0");
 
@@ -30,6 +34,9 @@ export function initialValues(fields: FormField[]): FormValues {
         break;
       case "choice":
         values[f.name] = f.default === undefined ? "" : String(f.options.findIndex((o) => o.value === f.default));
+        break;
+      case "choices":
+        values[f.name] = f.options.flatMap((o, i) => (f.default?.includes(o.value) ? [String(i)] : []));
         break;
       case "number":
       case "integer":
@@ -96,9 +103,20 @@ function numberProblem(field: Extract<FormField, { kind: "number" | "integer" }>
   return null;
 }
 
+function choicesProblem(field: Extract<FormField, { kind: "choices" }>, ticked: string[]): string | null {
+  const n = ticked.filter((i) => field.options[Number(i)] !== undefined).length;
+  // Left empty, an optional field is left out of the content: no count applies.
+  if (n === 0 && !field.required) return null;
+  const min = Math.max(field.minItems ?? 0, field.required ? 1 : 0);
+  if (n < min) return min === 1 ? "Choose at least one." : `Choose at least ${min}.`;
+  if (field.maxItems !== undefined && n > field.maxItems) return `Choose at most ${field.maxItems}.`;
+  return null;
+}
+
 /** What is wrong with one field's value, in words for the person; null when nothing. */
-export function fieldProblem(field: FormField, value: string | boolean | undefined): string | null {
+export function fieldProblem(field: FormField, value: FormValue | undefined): string | null {
   if (field.kind === "boolean") return null;
+  if (field.kind === "choices") return choicesProblem(field, Array.isArray(value) ? value : []);
   const raw = typeof value === "string" ? value : "";
   const typed = field.kind === "choice" ? raw : raw.trim();
   if (typed === "") {
@@ -133,6 +151,12 @@ export function formContent(fields: FormField[], values: FormValues): Record<str
     const value = values[f.name];
     if (f.kind === "boolean") {
       content[f.name] = value === true;
+      continue;
+    }
+    if (f.kind === "choices") {
+      const ticked = Array.isArray(value) ? value : [];
+      const chosen = f.options.filter((_, i) => ticked.includes(String(i))).map((o) => o.value);
+      if (chosen.length > 0 || f.required) content[f.name] = chosen;
       continue;
     }
     if (typeof value !== "string" || value.trim() === "") continue;

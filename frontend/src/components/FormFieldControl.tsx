@@ -1,5 +1,6 @@
 import type { ReactElement } from "react";
 import type { FormField, TextKind } from "../chat/formSchema";
+import type { FormValue } from "../chat/formValues";
 
 const INPUT_TYPES: Record<TextKind, string> = {
   text: "text",
@@ -16,13 +17,13 @@ const MAX_RADIOS = 4;
 
 export interface FieldControlProps {
   field: FormField;
-  value: string | boolean | undefined;
+  value: FormValue | undefined;
   /** What is wrong with the value: the form's own checks and the server's. */
   problems: string[];
   /** Ids are made from this, unique in the page. */
   idPrefix: string;
   disabled: boolean;
-  onChange: (value: string | boolean) => void;
+  onChange: (value: FormValue) => void;
   onBlur: () => void;
 }
 
@@ -75,6 +76,41 @@ export function FormFieldControl({ field, value, problems, idPrefix, disabled, o
       </div>
     );
   }
+  if (field.kind === "choices") {
+    const ticked = Array.isArray(value) ? value : [];
+    return (
+      <fieldset
+        className="form-field form-choices"
+        data-testid="input-field"
+        data-field={field.name}
+        aria-describedby={describedBy}
+        aria-invalid={invalid || undefined}
+      >
+        <legend>
+          {field.label}
+          {field.required && <RequiredMark />}
+        </legend>
+        {description}
+        {field.options.map((option, i) => (
+          <label key={String(option.value)} className="form-choice">
+            <input
+              type="checkbox"
+              value={String(i)}
+              checked={ticked.includes(String(i))}
+              disabled={disabled}
+              data-testid="input-control"
+              onChange={(e) =>
+                onChange(e.target.checked ? [...ticked, String(i)] : ticked.filter((t) => t !== String(i)))
+              }
+              onBlur={onBlur}
+            />
+            {option.label}
+          </label>
+        ))}
+        {problemText}
+      </fieldset>
+    );
+  }
   if (field.kind === "choice" && field.options.length <= MAX_RADIOS) {
     return (
       <fieldset
@@ -83,9 +119,12 @@ export function FormFieldControl({ field, value, problems, idPrefix, disabled, o
         data-field={field.name}
         aria-describedby={describedBy}
         aria-invalid={invalid || undefined}
+        // A radio group can be required; a plain group cannot say so.
+        role="radiogroup"
+        aria-labelledby={`${controlId}-legend`}
         aria-required={field.required}
       >
-        <legend>
+        <legend id={`${controlId}-legend`}>
           {field.label}
           {field.required && <RequiredMark />}
         </legend>

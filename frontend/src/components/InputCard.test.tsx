@@ -163,6 +163,31 @@ describe("the form card", () => {
     expect(onAnswer).toHaveBeenLastCalledWith("in_1", "cancel", undefined);
   });
 
+  it("offers several choices as checkboxes, and sends the ones ticked", () => {
+    const onAnswer = vi.fn();
+    const schema = {
+      type: "object",
+      properties: {
+        diets: {
+          type: "array",
+          title: "Dietary needs",
+          items: { anyOf: [{ const: "vegan", title: "Vegan" }, { const: "nuts", title: "No nuts" }, { const: "gf", title: "Gluten-free" }] },
+        },
+      },
+      required: ["diets"],
+    };
+    render(<ToolCard tool={waiting({ schema })} onAnswerInput={onAnswer} />);
+    const boxes = within(field("diets")).getAllByRole<HTMLInputElement>("checkbox");
+    expect(boxes.map((b) => b.parentElement?.textContent)).toEqual(["Vegan", "No nuts", "Gluten-free"]);
+    fireEvent.click(screen.getByTestId("input-send"));
+    expect(onAnswer).not.toHaveBeenCalled();
+    expect(within(field("diets")).getByTestId("input-field-problem").textContent).toBe("Choose at least one.");
+    fireEvent.click(screen.getByLabelText("Gluten-free"));
+    fireEvent.click(screen.getByLabelText("Vegan"));
+    fireEvent.click(screen.getByTestId("input-send"));
+    expect(onAnswer).toHaveBeenCalledWith("in_1", "accept", { diets: ["vegan", "gf"] });
+  });
+
   it("sends with Enter from a select too", () => {
     const onAnswer = vi.fn();
     const schema = { type: "object", properties: { occasion: SCHEMA.properties.occasion } };
