@@ -145,6 +145,35 @@ describe('tools that ask for input and report progress', () => {
     assert.equal(bookingsAfter, bookingsBefore + 1);
   });
 
+  it('a form still open when the page is reloaded comes back once, and a decline books nothing', async () => {
+    await page.locator(byTestId('new-chat')).click();
+    await page.waitForURL((url) => url.pathname === '/');
+    const slot = await stack.freeSlot(2);
+    await ask(page, `Book a table for 2 on ${slot.date} at ${slot.time}`);
+    let answer = lastAssistant(page);
+    await approveUntil(page, answer, answer.message.locator(byTestId('input-card')));
+    await page.waitForURL(/\/c\/[^/]+$/);
+    const bookings = async () => Number((await stack.backendGet('/bookings?limit=1')).headers.get('x-total-count'));
+    const before = await bookings();
+
+    // The page watches the answer again from its first event: the request is among them.
+    await page.reload();
+    answer = lastAssistant(page);
+    const form = answer.message.locator(byTestId('input-card'));
+    await form.waitFor();
+    await answer.message.and(page.locator('[data-streaming="true"]')).waitFor();
+    assert.equal(await page.locator(byTestId('input-card')).count(), 1, 'one form, however often the request was sent');
+    // The call asks for input, so it runs: the approval given before the reload is not asked again.
+    assert.equal(await answer.message.locator(byTestId('approval-card')).count(), 0);
+
+    await form.locator(byTestId('input-decline')).click();
+    await form.waitFor({ state: 'detached' });
+    await answer.message.and(page.locator('[data-streaming="false"]')).waitFor();
+    const card = answer.toolCards.and(page.locator('[data-tool="createBooking"]'));
+    assert.match(await card.locator(byTestId('input-outcome')).innerText(), /You declined/);
+    assert.equal(await bookings(), before, 'no booking was made');
+  });
+
   it('a search over a date range shows a progress bar that moves, and goes when it is done', async () => {
     await page.locator(byTestId('new-chat')).click();
     await page.waitForURL((url) => url.pathname === '/');

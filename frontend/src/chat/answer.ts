@@ -109,8 +109,19 @@ function updateTool(answer: Answer, id: string, change: (tool: ToolView) => Tool
 
 const isActive = (tool: ToolView): boolean => tool.status === "running" || tool.status === "waiting";
 
+const inputOpen = (tool: ToolView): boolean => tool.input !== undefined && tool.input.state !== "closed";
+
 const pendingApproval = (tool: ToolView): boolean =>
   tool.approval !== undefined && (tool.approval.decision === "pending" || tool.approval.decision === "sending");
+
+/**
+ * A call that asks for input or reports progress is running, so an approval it waited
+ * for was granted. The stream has no event of its own for that: without this, an
+ * answer watched again from its start (a reload) would ask to approve it once more.
+ */
+function runningNow(tool: ToolView): ToolView {
+  return tool.approval && pendingApproval(tool) ? { ...tool, approval: { ...tool.approval, decision: "approved" } } : tool;
+}
 
 /** The tool's card once its request for input no longer waits: open requests close without an outcome. */
 function closeInput(tool: ToolView): InputRequest | undefined {
@@ -153,7 +164,7 @@ function inputRequired(answer: Answer, event: Extract<ChatEvent, { type: "input_
   if (existing.input?.id === event.id || !isActive(existing)) return answer;
   return {
     ...answer,
-    tools: updateTool(answer, existing.id, (t) => ({ ...t, status: resolved ? t.status : "waiting", input })),
+    tools: updateTool(answer, existing.id, (t) => ({ ...runningNow(t), status: resolved ? "running" : "waiting", input })),
   };
 }
 
@@ -226,7 +237,9 @@ export function applyEvent(answer: Answer, event: ChatEvent): Answer {
       if (typeof message === "string" && message !== "") report.message = message;
       return {
         ...answer,
-        tools: updateTool(answer, id, (t) => (isActive(t) ? { ...t, progress: report } : t)),
+        tools: updateTool(answer, id, (t) =>
+          isActive(t) ? { ...runningNow(t), status: inputOpen(t) ? "waiting" : "running", progress: report } : t,
+        ),
       };
     }
     case "tool_result":

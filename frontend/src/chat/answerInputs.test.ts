@@ -118,6 +118,29 @@ describe("requests for input in an answer", () => {
   });
 });
 
+describe("an approval replayed with the rest of the answer", () => {
+  const approval: ChatEvent = {
+    type: "approval_required",
+    data: { id: "tc_1", server: "resos", tool: "createBooking", title: "Booking a table", arguments: {}, expires_at: "x" },
+  };
+
+  it("is granted, as far as the card goes, once the call asks for input", () => {
+    // A reload watches the answer from its first event: the approval is there, but
+    // nothing says it was given; that the call runs does.
+    const answer = apply([CALL, approval, required()]);
+    expect(answer.tools[0]).toMatchObject({ status: "waiting", approval: { decision: "approved" }, input: { state: "open" } });
+  });
+
+  it("is granted once the call reports progress", () => {
+    const answer = apply([CALL, approval, { type: "tool_progress", data: { id: "tc_1", progress: 1, total: 3 } }]);
+    expect(answer.tools[0]).toMatchObject({ status: "running", approval: { decision: "approved" } });
+  });
+
+  it("still waits while nothing says the call runs", () => {
+    expect(apply([CALL, approval]).tools[0]).toMatchObject({ status: "waiting", approval: { decision: "pending" } });
+  });
+});
+
 describe("setInput", () => {
   it("changes the request with that id, and a replaced one not at all", () => {
     const answer = apply([CALL, required()]);

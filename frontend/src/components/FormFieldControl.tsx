@@ -1,4 +1,4 @@
-import type { ReactElement } from "react";
+import type { FocusEvent, ReactElement } from "react";
 import type { FormField, TextKind } from "../chat/formSchema";
 import type { FormValue } from "../chat/formValues";
 
@@ -24,7 +24,7 @@ export interface FieldControlProps {
   idPrefix: string;
   disabled: boolean;
   onChange: (value: FormValue) => void;
-  onBlur: () => void;
+  onBlur: (e: FocusEvent<HTMLElement>) => void;
 }
 
 function RequiredMark(): ReactElement {

@@ -138,6 +138,28 @@ describe("the form card", () => {
     expect(document.activeElement).toBe(name);
   });
 
+  it("says what is wrong with a field once it was changed and left, not before", () => {
+    render(<ToolCard tool={waiting()} onAnswerInput={() => {}} />);
+    const name = screen.getByLabelText(/^Name/);
+    const email = screen.getByLabelText(/^Email/);
+    fireEvent.blur(name, { relatedTarget: email });
+    expect(within(field("name")).queryByTestId("input-field-problem")).toBeNull();
+    fireEvent.change(name, { target: { value: "A" } });
+    fireEvent.blur(name, { relatedTarget: email });
+    expect(within(field("name")).getByTestId("input-field-problem").textContent).toBe("Enter at least 2 characters.");
+  });
+
+  it("says nothing on leaving a field for a button, so the button does not move under the pointer", () => {
+    const onAnswer = vi.fn();
+    render(<ToolCard tool={waiting()} onAnswerInput={onAnswer} />);
+    const name = screen.getByLabelText(/^Name/);
+    fireEvent.change(name, { target: { value: "A" } });
+    fireEvent.blur(name, { relatedTarget: screen.getByTestId("input-decline") });
+    expect(screen.queryByTestId("input-field-problem")).toBeNull();
+    fireEvent.click(screen.getByTestId("input-decline"));
+    expect(onAnswer).toHaveBeenCalledWith("in_1", "decline", undefined);
+  });
+
   it("shows the server's problems next to their fields, and the rest above the buttons", () => {
     render(
       <ToolCard

@@ -1,4 +1,4 @@
-import { useEffect, useId, useMemo, useRef, useState, type KeyboardEvent, type ReactElement } from "react";
+import { useEffect, useId, useMemo, useRef, useState, type FocusEvent, type KeyboardEvent, type ReactElement } from "react";
 import type { InputAction } from "../api/types";
 import type { InputRequest } from "../chat/answer";
 import { formFromSchema } from "../chat/formSchema";
@@ -23,11 +23,13 @@ export function InputForm({
   onAnswer: (action: InputAction, content?: Record<string, unknown>) => void;
 }): ReactElement {
   const spec = useMemo(() => formFromSchema(input.schema), [input.schema]);
-  const [values, setValues] = useState<FormValues>(() => initialValues(spec.fields));
-  // Fields whose own problems show: once left, or all of them once Send was pressed,
-  // so that nobody is told off for a field they have not reached yet.
+  const [initial] = useState<FormValues>(() => initialValues(spec.fields));
+  const [values, setValues] = useState<FormValues>(initial);
+  // Fields whose own problems show: once changed and left, or all of them once Send
+  // was pressed, so that nobody is told off for a field they have not reached yet.
   const [checked, setChecked] = useState<ReadonlySet<string>>(() => new Set());
   const form = useRef<HTMLFormElement>(null);
+  const buttons = useRef<HTMLDivElement>(null);
   const idPrefix = useId();
   const busy = input.state === "sending";
 
@@ -50,6 +52,14 @@ export function InputForm({
       el.querySelector<HTMLElement>('[data-testid="input-send"]')?.focus();
     }
   }, [server, spec.fields, busy, answered]);
+
+  const left = (name: string, e: FocusEvent<HTMLElement>): void => {
+    // Leaving for a button: a problem shown now would move the button from under the
+    // pointer between press and release, and the click would be lost.
+    if (e.relatedTarget instanceof Node && buttons.current?.contains(e.relatedTarget)) return;
+    if (JSON.stringify(values[name]) === JSON.stringify(initial[name])) return;
+    setChecked((c) => (c.has(name) ? c : new Set(c).add(name)));
+  };
 
   const send = (): void => {
     if (busy || expired || spec.blocked) return;
@@ -100,7 +110,7 @@ export function InputForm({
             idPrefix={idPrefix}
             disabled={busy}
             onChange={(value) => setValues((v) => ({ ...v, [field.name]: value }))}
-            onBlur={() => setChecked((c) => (c.has(field.name) ? c : new Set(c).add(field.name)))}
+            onBlur={(e) => left(field.name, e)}
           />
         );
       })}
@@ -118,7 +128,7 @@ export function InputForm({
           ))}
         </ul>
       )}
-      <div className="input-buttons">
+      <div className="input-buttons" ref={buttons}>
         <button type="submit" className="button primary" data-testid="input-send" disabled={busy || expired || spec.blocked}>
           {busy ? "Sending…" : "Send"}
         </button>
