@@ -119,8 +119,7 @@ pub(super) struct CreateBookingArgs {
     /// Length of the visit in minutes, 15 to 480 (default 90).
     #[schemars(range(min = 15, max = 480))]
     pub duration: Option<u32>,
-    /// The guest's full name. Leave it out when you do not know it: the person is asked
-    /// for the guest's details where their client can show a form.
+    /// The guest's full name; leave it out when unknown: the person is asked in a form.
     #[schemars(length(min = 2, max = 100))]
     pub guest_name: Option<String>,
     /// The guest's email address.

@@ -23,6 +23,8 @@ pub(super) struct FreeDays {
     /// Every day of the range, in order, with the start times free on it (within the
     /// time window when one was given); `times` is empty when the day is full or closed.
     pub days: Vec<FreeDay>,
+    /// How many days the range covers; every one is in `days`.
+    pub total: usize,
     /// How many days of the range have at least one free time.
     pub days_with_free_times: usize,
 }
@@ -159,6 +161,7 @@ pub(super) async fn find(
         people: args.people,
         duration,
         days_with_free_times: days.iter().filter(|d| !d.times.is_empty()).count(),
+        total: days.len(),
         days,
     })
 }

@@ -366,13 +366,13 @@ taken. {TIMES}"
         ),
         reporting_entry(
             "findAvailability",
-            "Search free tables over several days",
+            "Search a range of days",
             Read,
             format!(
-                "Search a range of dates (from and to, both inclusive, at most {} days) for the start \
-times at which a table for the party is free, day by day, optionally only between fromTime and toTime. \
-Use it when the guest gives a span of days (\"between Friday and Sunday\", \"next week\") rather than \
-one date. Returns every day of the range with its free times. {TIMES}",
+                "Search the days between two dates (from and to, both inclusive, at most {} days) for \
+the start times at which the party can be seated, optionally only between fromTime and toTime. Use \
+it when the guest gives a span of days (\"between Friday and Sunday\", \"next week\") rather than one \
+date; for one date use getAvailableTimes. Returns every day of the range with its free times. {TIMES}",
                 availability::MAX_DAYS
             ),
             availability::find,
