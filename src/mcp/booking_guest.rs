@@ -115,7 +115,7 @@ pub(super) async fn settle(
         );
     }
     match ctx.peer.create_elicitation(form).await {
-        Ok(result) => apply(backend, &question, result, arguments).await,
+        Ok(result) => apply(backend, &question, &known, result, arguments).await,
         Err(e) => {
             tracing::warn!(error = %e, "the guest form could not be shown");
             error(
@@ -164,7 +164,8 @@ caller or other arguments, was changed, or has expired; call createBooking again
             "inputResponses must answer the input request {INPUT_KEY:?} with an elicitation result"
         ));
     };
-    apply(backend, &question, result, arguments).await
+    let known = Guest::from_arguments(&arguments);
+    apply(backend, &question, &known, result, arguments).await
 }
 
 /// What to ask, and its form: a name shared by several customers is a choice of
@@ -192,10 +193,11 @@ async fn ask(
 async fn apply(
     backend: &BackendClient,
     question: &Question,
+    known: &Guest,
     result: ElicitResult,
     arguments: JsonObject,
 ) -> Settled {
-    match guest_form::read(question, result) {
+    match guest_form::read(question, known, result) {
         Answer::Guest(guest) => Settled::Ready(guest.into_arguments(arguments)),
         Answer::Customer(id) => match tools::customer(backend, &id).await {
             Ok(customer) => Settled::Ready(

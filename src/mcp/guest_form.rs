@@ -130,8 +130,17 @@ pub(super) fn contact_form(known: &Guest, booking: &str) -> ElicitRequestParams 
         "minLength": 2,
         "maxLength": 100,
     });
-    if let Some(known) = &known.name {
-        name["default"] = Value::String(known.clone());
+    // What the call already gave is filled in, so the person only adds what is missing.
+    let mut email = email;
+    let mut phone = phone;
+    for (field, value) in [
+        (&mut name, &known.name),
+        (&mut email, &known.email),
+        (&mut phone, &known.phone),
+    ] {
+        if let Some(value) = value {
+            field["default"] = Value::String(value.clone());
+        }
     }
     form(
         format!(
@@ -207,8 +216,9 @@ fn mask_phone(phone: &str) -> String {
     format!("phone ending {last}")
 }
 
-/// What the person's answer to `question` means. `name` is the name the call gave.
-pub(super) fn read(question: &Question, result: ElicitResult) -> Answer {
+/// What the person's answer to `question` means; a field the form left empty keeps
+/// what the call gave (`known`).
+pub(super) fn read(question: &Question, known: &Guest, result: ElicitResult) -> Answer {
     match result.action {
         ElicitationAction::Decline => {
             return Answer::Refused(
@@ -232,7 +242,12 @@ book; ask them whether they still want the table."
         Some(Value::Object(content)) => content,
         _ => JsonObject::new(),
     };
-    let given = Guest::from_arguments(&content);
+    let answered = Guest::from_arguments(&content);
+    let given = Guest {
+        name: answered.name.or_else(|| known.name.clone()),
+        email: answered.email.or_else(|| known.email.clone()),
+        phone: answered.phone.or_else(|| known.phone.clone()),
+    };
     match question {
         Question::Contact => checked(given),
         Question::Choice { name, customers } => {
@@ -311,6 +326,7 @@ mod tests {
     fn a_contact_answer_is_checked_as_the_backend_would() {
         let ok = read(
             &Question::Contact,
+            &Guest::default(),
             accept(json!({"guestName": " Ida Holm ", "guestPhone": "+45 20 12 34 56"})),
         );
         assert_eq!(
@@ -323,17 +339,54 @@ mod tests {
         );
         let Answer::Refused(why) = read(
             &Question::Contact,
+            &Guest::default(),
             accept(json!({"guestName": "I", "guestEmail": "nope"})),
         ) else {
             panic!("a bad answer was accepted");
         };
         assert!(why.contains("2 to 100 characters") && why.contains("\"nope\" is not an email"));
-        let Answer::Refused(why) =
-            read(&Question::Contact, accept(json!({"guestName": "Ida Holm"})))
-        else {
+        let Answer::Refused(why) = read(
+            &Question::Contact,
+            &Guest::default(),
+            accept(json!({"guestName": "Ida Holm"})),
+        ) else {
             panic!("an answer without contact was accepted");
         };
         assert!(why.contains("an email address or a phone number is needed"));
+    }
+
+    #[test]
+    fn what_the_call_gave_is_kept_and_shown() {
+        let known = Guest {
+            name: None,
+            email: Some("ida@example.org".to_owned()),
+            phone: None,
+        };
+        let answer = read(
+            &Question::Contact,
+            &known,
+            accept(json!({"guestName": "Ida Holm"})),
+        );
+        assert_eq!(
+            answer,
+            Answer::Guest(Guest {
+                name: Some("Ida Holm".to_owned()),
+                email: Some("ida@example.org".to_owned()),
+                phone: None,
+            })
+        );
+        let ElicitRequestParams::FormElicitationParams {
+            requested_schema, ..
+        } = contact_form(&known, "the table")
+        else {
+            panic!("not a form");
+        };
+        let schema = serde_json::to_value(&requested_schema).unwrap();
+        assert_eq!(
+            schema["properties"]["guestEmail"]["default"],
+            "ida@example.org"
+        );
+        assert!(schema["properties"]["guestName"].get("default").is_none());
     }
 
     #[test]
@@ -343,16 +396,17 @@ mod tests {
             customers: vec!["c1".to_owned(), "c2".to_owned()],
         };
         assert_eq!(
-            read(&question, accept(json!({"guest": "c2"}))),
+            read(&question, &Guest::default(), accept(json!({"guest": "c2"}))),
             Answer::Customer("c2".to_owned())
         );
         assert!(matches!(
-            read(&question, accept(json!({"guest": "c3"}))),
+            read(&question, &Guest::default(), accept(json!({"guest": "c3"}))),
             Answer::Refused(_)
         ));
         assert_eq!(
             read(
                 &question,
+                &Guest::default(),
                 accept(json!({"guest": "new", "guestEmail": "a@b.dk"}))
             ),
             Answer::Guest(Guest {
@@ -362,7 +416,7 @@ mod tests {
             })
         );
         let declined: ElicitResult = serde_json::from_value(json!({"action": "decline"})).unwrap();
-        let Answer::Refused(why) = read(&question, declined) else {
+        let Answer::Refused(why) = read(&question, &Guest::default(), declined) else {
             panic!("a decline booked");
         };
         assert!(why.contains("declined"));
