@@ -26,6 +26,7 @@ mod dialects;
 mod errors;
 mod identity;
 mod mcp;
+mod mcp_elicitation;
 mod migrations;
 mod nginx;
 mod observability;
