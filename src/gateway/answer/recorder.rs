@@ -14,10 +14,11 @@ use super::ports::{
     AnswerRef, AnswerStore, EventSink, NewCall, StoreError, StoreResult, TurnRecord,
 };
 use crate::gateway::chat::events::{
-    ApprovalRequiredEvent, ChatEvent, DoneEvent, ErrorEvent, Finish, MetaEvent, TokenEvent,
-    ToolCallEvent, ToolResultEvent, ToolStatus, UsageEvent,
+    ApprovalRequiredEvent, ChatEvent, DoneEvent, ErrorEvent, Finish, InputAction,
+    InputRequiredEvent, InputResolvedEvent, MetaEvent, TokenEvent, ToolCallEvent,
+    ToolProgressEvent, ToolResultEvent, ToolStatus, UsageEvent,
 };
-use crate::gateway::ids::{CallStatus, MessageStatus, PartId, ToolCallId};
+use crate::gateway::ids::{CallStatus, InputId, MessageStatus, PartId, ToolCallId};
 use crate::gateway::llm::{ToolCall, Usage};
 use crate::gateway::metrics::{
     ErrorCodeLabels, FinishLabels, GatewayMetrics, TokenKindLabels, ToolLabels,
@@ -251,6 +252,20 @@ impl Recorder {
             expires_at,
         }))
         .await
+    }
+
+    /// A tool's server asks the person; returns the event's sequence number.
+    pub async fn input_required(&self, event: InputRequiredEvent) -> StoreResult<u64> {
+        self.sink.publish(ChatEvent::InputRequired(event)).await
+    }
+
+    pub async fn input_resolved(&self, id: InputId, action: InputAction) -> StoreResult<()> {
+        self.emit(ChatEvent::InputResolved(InputResolvedEvent { id, action }))
+            .await
+    }
+
+    pub async fn tool_progress(&self, event: ToolProgressEvent) -> StoreResult<()> {
+        self.emit(ChatEvent::ToolProgress(event)).await
     }
 
     /// Counts a call as waiting for approval for as long as the guard lives, however
