@@ -263,8 +263,17 @@ async fn spawn(
     script: Script,
     tweak: impl FnOnce(&mut maitred::settings::Settings),
 ) -> (TestApp, Seen) {
+    spawn_on(&Database::Sqlite, versions, script, tweak).await
+}
+
+async fn spawn_on(
+    database: &Database,
+    versions: Revision,
+    script: Script,
+    tweak: impl FnOnce(&mut maitred::settings::Settings),
+) -> (TestApp, Seen) {
     let (url, seen) = desk(versions).await;
-    let app = TestApp::spawn_chat(&Database::Sqlite, Llm::Scripted(script), |s| {
+    let app = TestApp::spawn_chat(database, Llm::Scripted(script), |s| {
         s.gateway.file.mcp_servers = vec![desk_config(&url)];
         tweak(s);
     })
@@ -321,8 +330,8 @@ fn only<'a>(events: &'a [SseEvent], name: &str) -> &'a Value {
 
 /// The person is asked for a form; a wrong answer is refused and the request stays
 /// open; the right one reaches the server, and is kept with the call.
-async fn a_form_is_answered(versions: Revision) {
-    let (app, seen) = spawn(versions, calls("reserve", 1), |_| {}).await;
+async fn a_form_is_answered(database: &Database, versions: Revision) {
+    let (app, seen) = spawn_on(database, versions, calls("reserve", 1), |_| {}).await;
     let ada = person(&app, "ada").await;
     let mut stream = app.ask(&ada, "A table, please", None).await;
     let before = stream.until("input_required").await;
@@ -425,12 +434,19 @@ async fn a_form_is_answered(versions: Revision) {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_form_is_answered_in_the_2025_11_25_protocol() {
-    a_form_is_answered(LEGACY).await;
+    a_form_is_answered(&Database::Sqlite, LEGACY).await;
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_form_is_answered_in_the_2026_07_28_protocol() {
-    a_form_is_answered(MODERN).await;
+    a_form_is_answered(&Database::Sqlite, MODERN).await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_form_is_answered_on_postgresql() {
+    if let Some(postgres) = Database::postgres() {
+        a_form_is_answered(&postgres, LEGACY).await;
+    }
 }
 
 /// A decline goes back to the server as a decline; a URL request shows its page.
