@@ -167,7 +167,7 @@ impl ServerHandler for Desk {
         let schema = json!({"type": "object", "properties": {"caller": {"type": "string"}}});
         let schema = Arc::new(schema.as_object().unwrap().clone());
         Ok(ListToolsResult::with_all_items(
-            ["reserve", "open_page", "crunch"]
+            ["reserve", "open_page", "crunch", "stray"]
                 .into_iter()
                 .map(|name| Tool::new(name, format!("The {name} tool"), schema.clone()))
                 .collect(),
@@ -183,6 +183,26 @@ impl ServerHandler for Desk {
             "reserve" => {
                 self.ask(&request, &ctx, asking(&Self::caller(&request)))
                     .await?
+            }
+            // Asks outside of the call's own stream: a task of its own leaves the
+            // request's scope, so rmcp sends it on the session's standalone stream,
+            // which says nothing of whose call it is.
+            "stray" => {
+                let peer = ctx.peer.clone();
+                let params = asking(&Self::caller(&request));
+                let sent = tokio::spawn(async move {
+                    peer.send_request(ServerRequest::ElicitRequest(ElicitRequest::new(params)))
+                        .await
+                })
+                .await
+                .unwrap();
+                let told = match sent {
+                    Ok(ClientResult::ElicitResult(answer)) => json!({"answer": answer}),
+                    Ok(other) => json!({"unexpected": format!("{other:?}")}),
+                    Err(error) => json!({"error": error.to_string()}),
+                };
+                self.seen.lock().unwrap().push(told.clone());
+                return Ok(result(told));
             }
             "open_page" => self.ask(&request, &ctx, page()).await?,
             "crunch" => {
@@ -752,6 +772,25 @@ async fn two_people_never_see_each_others_requests_in_the_2025_11_25_protocol() 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn two_people_never_see_each_others_requests_in_the_2026_07_28_protocol() {
     two_people_never_see_each_others_requests(MODERN).await;
+}
+
+/// A request that comes on no call's stream cannot be told apart: it is declined,
+/// and nobody is shown it.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_request_outside_of_any_calls_stream_is_declined_unseen() {
+    let (app, seen) = spawn(LEGACY, calls("stray", 1), |_| {}).await;
+    let token = app.chat_token().await;
+    let events = app.ask(&token, "Stray", None).await.rest().await;
+    assert!(of(&events, "input_required").is_empty(), "{events:?}");
+    assert_eq!(only(&events, "tool_result")["status"], "ok");
+    let told = seen.lock().unwrap().clone();
+    assert_eq!(told, vec![json!({"answer": {"action": "decline"}})]);
+    let shown: (i64,) = sqlx::query_as("SELECT COUNT(*) FROM tool_inputs")
+        .fetch_one(app.db.pool())
+        .await
+        .unwrap();
+    assert_eq!(shown.0, 0);
+    app.stop().await;
 }
 
 /// Nobody can answer on the OpenAI-compatible API: the server hears a decline at once.
