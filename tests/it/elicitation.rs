@@ -25,7 +25,8 @@ use rmcp::{ErrorData, RoleServer, ServerHandler};
 use serde_json::{Value, json};
 use tokio::net::TcpListener;
 
-use crate::helpers::{Database, Llm, SseEvent, TestApp, of};
+use crate::browser::Browser;
+use crate::helpers::{Database, Llm, SseEvent, SseReader, TestApp, of};
 
 /// Which protocol revision the test server speaks.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -790,6 +791,48 @@ async fn a_request_outside_of_any_calls_stream_is_declined_unseen() {
         .await
         .unwrap();
     assert_eq!(shown.0, 0);
+    app.stop().await;
+}
+
+/// In the browser, an answer is a write like any other: it needs the session's CSRF
+/// token, exactly as an approval does.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_browser_answer_needs_the_csrf_token() {
+    let (app, seen) = spawn(LEGACY, calls("reserve", 1), |_| {}).await;
+    let user = Browser::new().sign_in(&app, "user").await;
+    let post = |path: String| user.browser.http.post(format!("{}{path}", app.gateway_url));
+    let response = post("/api/v1/resos/stream/chat".to_owned())
+        .header("x-csrf-token", &user.csrf)
+        .json(&json!({"question": "A table"}))
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(response.status(), 200);
+    let mut stream = SseReader::new(response);
+    let asked = stream
+        .until("input_required")
+        .await
+        .last()
+        .unwrap()
+        .data
+        .clone();
+    let path = format!(
+        "/api/v1/resos/chat/inputs/{}",
+        asked["id"].as_str().unwrap()
+    );
+    let body = json!({"action": "accept", "content": {"name": "Ada", "party": 2}});
+    let forged = post(path.clone()).json(&body).send().await.unwrap();
+    assert_eq!(forged.status(), 403, "no CSRF token");
+    let answered = post(path)
+        .header("x-csrf-token", &user.csrf)
+        .json(&body)
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(answered.status(), 200);
+    let rest = stream.rest().await;
+    assert_eq!(only(&rest, "input_resolved")["action"], "accept");
+    assert_eq!(seen.lock().unwrap()[0]["answer"]["content"]["name"], "Ada");
     app.stop().await;
 }
 
