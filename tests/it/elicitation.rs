@@ -543,6 +543,58 @@ async fn an_unanswered_request_is_cancelled_after_the_timeout() {
     app.stop().await;
 }
 
+/// Stopping the answer ends its open request: stored as cancelled, not shown again,
+/// not answerable.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn stopping_the_answer_ends_its_open_request() {
+    let (app, seen) = spawn(LEGACY, calls("reserve", 1), |_| {}).await;
+    let token = app.chat_token().await;
+    let mut stream = app.ask(&token, "A table", None).await;
+    let before = stream.until("input_required").await;
+    let message = before[0].data["message_id"].as_str().unwrap().to_owned();
+    let id = before.last().unwrap().data["id"]
+        .as_str()
+        .unwrap()
+        .to_owned();
+    let stopped = app
+        .gateway_post(
+            &format!("/api/v1/resos/chat/{message}/cancel"),
+            &token,
+            &json!({}),
+        )
+        .await;
+    assert_eq!(stopped.status(), 200);
+    let rest = stream.rest().await;
+    assert_eq!(rest.last().unwrap().data["finish_reason"], "cancelled");
+    let (status,): (String,) = sqlx::query_as("SELECT status FROM tool_inputs WHERE id = $1")
+        .bind(&id)
+        .fetch_one(app.db.pool())
+        .await
+        .unwrap();
+    assert_eq!(status, "cancelled");
+    let again = app.watch(&token, &message, Some(0)).await.rest().await;
+    assert_eq!(
+        of(&again, "input_required").len(),
+        1,
+        "the log's own, not re-shown"
+    );
+    let body = json!({"action": "accept", "content": {"name": "Ada", "party": 2}});
+    assert_eq!(
+        answer_input(&app, &app.gateway_url, &token, &id, body)
+            .await
+            .0,
+        404
+    );
+    // The server hears `cancel`, if it still listens (it was told the call is off).
+    let told = seen.lock().unwrap().clone();
+    assert!(
+        told.iter()
+            .all(|t| t["answer"] == json!({"action": "cancel"})),
+        "{told:?}"
+    );
+    app.stop().await;
+}
+
 /// Coming back to the stream shows a request that is still open once: after it
 /// (`Last-Event-ID` past it) as well as before it.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
