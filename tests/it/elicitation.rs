@@ -168,7 +168,7 @@ impl ServerHandler for Desk {
         let schema = json!({"type": "object", "properties": {"caller": {"type": "string"}}});
         let schema = Arc::new(schema.as_object().unwrap().clone());
         Ok(ListToolsResult::with_all_items(
-            ["reserve", "open_page", "crunch", "stray"]
+            ["reserve", "open_page", "crunch", "stray", "nag"]
                 .into_iter()
                 .map(|name| Tool::new(name, format!("The {name} tool"), schema.clone()))
                 .collect(),
@@ -206,6 +206,14 @@ impl ServerHandler for Desk {
                 return Ok(result(told));
             }
             "open_page" => self.ask(&request, &ctx, page()).await?,
+            // Never done: only ever more state to echo (2026-07-28).
+            "nag" => {
+                self.seen
+                    .lock()
+                    .unwrap()
+                    .push(json!({"round": request.request_state}));
+                return Ok(InputRequiredResult::from_request_state("again").into());
+            }
             "crunch" => {
                 let token = ctx.meta.get_progress_token().expect("a progress token");
                 for step in 1..=20 {
@@ -843,6 +851,29 @@ async fn a_request_outside_of_any_calls_stream_is_declined_unseen() {
         .await
         .unwrap();
     assert_eq!(shown.0, 0);
+    app.stop().await;
+}
+
+/// A 2026-07-28 server that keeps answering `input_required` gets a few rounds, then
+/// the call ends as an error the model is told about.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_server_that_never_finishes_its_rounds_is_given_up_on() {
+    let (app, seen) = spawn(MODERN, calls("nag", 1), |_| {}).await;
+    let token = app.chat_token().await;
+    let events = app.ask(&token, "Nag", None).await.rest().await;
+    let result = only(&events, "tool_result");
+    assert_eq!(result["status"], "error", "{result}");
+    assert!(
+        result["summary"]
+            .as_str()
+            .unwrap()
+            .contains("more than 4 times"),
+        "{result}"
+    );
+    let rounds = seen.lock().unwrap().clone();
+    assert_eq!(rounds.len(), 5, "the first request and 4 more: {rounds:?}");
+    assert_eq!(rounds[0], json!({"round": null}));
+    assert!(rounds[1..].iter().all(|r| r == &json!({"round": "again"})));
     app.stop().await;
 }
 
