@@ -351,6 +351,23 @@ async fn answer_input(
     (status, response.json().await.unwrap_or(Value::Null))
 }
 
+/// The gateway's `maitred_gateway_inputs_waiting` gauge.
+async fn inputs_waiting(app: &TestApp) -> f64 {
+    let text = app
+        .http
+        .get(format!("{}/metrics", app.gateway_url))
+        .send()
+        .await
+        .unwrap()
+        .text()
+        .await
+        .unwrap();
+    text.lines()
+        .find_map(|line| line.strip_prefix("maitred_gateway_inputs_waiting "))
+        .and_then(|value| value.trim().parse().ok())
+        .expect("the gauge is exported")
+}
+
 fn only<'a>(events: &'a [SseEvent], name: &str) -> &'a Value {
     let found = of(events, name);
     assert_eq!(found.len(), 1, "one {name} in {events:?}");
@@ -377,6 +394,7 @@ async fn a_form_is_answered(database: &Database, versions: Revision) {
     assert!(asked.get("url").is_none());
     assert!(asked["expires_at"].is_string());
 
+    assert_eq!(inputs_waiting(&app).await, 1.0, "counted while it waits");
     let gateway = &app.gateway_url;
     let bob = person(&app, "bob").await;
     let (status, _) = answer_input(
@@ -438,6 +456,7 @@ async fn a_form_is_answered(database: &Database, versions: Revision) {
     );
     let (status, _) = answer_input(&app, gateway, &ada, &id, json!({"action": "decline"})).await;
     assert_eq!(status, 404, "answered already");
+    assert_eq!(inputs_waiting(&app).await, 0.0);
     // The stream as it went, for the documentation's example.
     for event in before.iter().chain(&rest) {
         let id = event.id.map(|n| n.to_string()).unwrap_or_default();

@@ -274,6 +274,11 @@ impl Recorder {
         Waiting::on(&self.metrics.approvals_waiting)
     }
 
+    /// The same, for a tool's request for the person's input.
+    pub fn waiting_for_input(&self) -> Waiting {
+        Waiting::on(&self.metrics.inputs_waiting)
+    }
+
     pub async fn call_finished(
         &self,
         call: StartedCall,

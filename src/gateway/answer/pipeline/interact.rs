@@ -141,7 +141,9 @@ async fn ask(
         })
         .await?;
     inputs.shown(&id, seq).await?;
+    let waiting = answer.recorder.waiting_for_input();
     let reply = inputs.wait(&request, &answer.recorder.cancelled()).await?;
+    drop(waiting);
     answer
         .recorder
         .input_resolved(id.clone(), reply.action)
