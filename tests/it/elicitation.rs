@@ -35,6 +35,8 @@ enum Revision {
     Legacy,
     /// 2026-07-28: `server/discover`, and `input_required` results.
     Modern,
+    /// Knows `server/discover` (an rmcp server) but speaks only 2025-11-25.
+    Restricted,
 }
 use Revision::{Legacy as LEGACY, Modern as MODERN};
 
@@ -142,7 +144,10 @@ impl ServerHandler for Desk {
     }
 
     fn supported_protocol_versions(&self) -> Cow<'static, [ProtocolVersion]> {
-        Cow::Borrowed(&[ProtocolVersion::V_2026_07_28, ProtocolVersion::V_2025_11_25])
+        match self.revision {
+            Revision::Restricted => Cow::Borrowed(&[ProtocolVersion::V_2025_11_25]),
+            _ => Cow::Borrowed(&[ProtocolVersion::V_2026_07_28, ProtocolVersion::V_2025_11_25]),
+        }
     }
 
     /// A server of the 2025-11-25 era does not know `server/discover`: the client then
@@ -153,7 +158,7 @@ impl ServerHandler for Desk {
     ) -> Result<DiscoverResult, ErrorData> {
         match self.revision {
             Revision::Legacy => Err(ErrorData::method_not_found::<DiscoverRequestMethod>()),
-            Revision::Modern => Ok(DiscoverResult::from_server_info(
+            Revision::Modern | Revision::Restricted => Ok(DiscoverResult::from_server_info(
                 self.supported_protocol_versions().into_owned(),
                 self.get_info(),
             )),
@@ -451,7 +456,7 @@ async fn a_form_is_answered(database: &Database, versions: Revision) {
         vec![json!({
             "caller": "question 0",
             "answer": {"action": "accept", "content": {"name": "Ada", "party": 4}},
-            "protocol": if versions == LEGACY { "2025-11-25" } else { "2026-07-28" },
+            "protocol": if versions == MODERN { "2026-07-28" } else { "2025-11-25" },
         })]
     );
     let (status, _) = answer_input(&app, gateway, &ada, &id, json!({"action": "decline"})).await;
@@ -488,6 +493,13 @@ async fn a_form_is_answered_in_the_2025_11_25_protocol() {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_form_is_answered_in_the_2026_07_28_protocol() {
     a_form_is_answered(&Database::Sqlite, MODERN).await;
+}
+
+/// An rmcp server limited to 2025-11-25 refuses `server/discover`'s version rather
+/// than the method; the gateway then greets it the 2025-11-25 way.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_form_is_answered_by_a_server_that_knows_discover_but_speaks_2025_11_25() {
+    a_form_is_answered(&Database::Sqlite, Revision::Restricted).await;
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]

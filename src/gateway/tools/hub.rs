@@ -19,8 +19,8 @@ use rmcp::model::{
     ProtocolVersion, RequestId, RequestMetaObject, ServerResult, UrlElicitationCapability,
 };
 use rmcp::service::{
-    InboundStreamOrigin, NotificationContext, Peer, PeerRequestOptions, RequestContext, RoleClient,
-    RunningService,
+    ClientInitializeError, InboundStreamOrigin, NotificationContext, Peer, PeerRequestOptions,
+    RequestContext, RoleClient, RunningService,
 };
 use rmcp::transport::StreamableHttpClientTransport;
 use rmcp::transport::streamable_http_client::StreamableHttpClientTransportConfig;
@@ -227,31 +227,53 @@ impl Server {
         {
             return Ok((connection.clone(), routes.clone()));
         }
+        let routes = Arc::new(Routes::default());
+        let auto = ClientLifecycleMode::Auto {
+            preferred_versions: vec![ProtocolVersion::V_2026_07_28],
+            legacy_version: Some(ProtocolVersion::V_2025_11_25),
+        };
+        let connection = match self.connect(&routes, auto).await? {
+            // A server that knows `server/discover` but speaks only 2025-11-25 says
+            // so instead of not knowing it: it is greeted the 2025-11-25 way.
+            Err(ClientInitializeError::NoCompatibleProtocolVersion {
+                server_supported, ..
+            }) if server_supported.contains(&ProtocolVersion::V_2025_11_25) => self
+                .connect(&routes, ClientLifecycleMode::Initialize)
+                .await?
+                .map_err(|e| format!("{e}"))?,
+            connected => connected.map_err(|e| format!("{e}"))?,
+        };
+        let connection = Arc::new(connection);
+        *slot = Some((connection.clone(), routes.clone()));
+        Ok((connection, routes))
+    }
+
+    /// One attempt to connect, within the server's timeout.
+    async fn connect(
+        &self,
+        routes: &Arc<Routes>,
+        lifecycle: ClientLifecycleMode,
+    ) -> Result<Result<Connection, ClientInitializeError>, String> {
         let transport = StreamableHttpClientTransport::with_client(
             self.http.clone(),
             StreamableHttpClientTransportConfig::with_uri(self.config.url.clone()),
         );
-        let routes = Arc::new(Routes::default());
+        let mut info = client_info();
+        if lifecycle == ClientLifecycleMode::Initialize {
+            info.protocol_version = ProtocolVersion::V_2025_11_25;
+        }
         let handler = Handler {
-            info: client_info(),
+            info,
             stale: self.stale.clone(),
             routes: routes.clone(),
             server: self.config.name.clone(),
         };
-        let connect = handler.serve_with_lifecycle(
-            transport,
-            ClientLifecycleMode::Auto {
-                preferred_versions: vec![ProtocolVersion::V_2026_07_28],
-                legacy_version: Some(ProtocolVersion::V_2025_11_25),
-            },
-        );
-        let connection = tokio::time::timeout(self.config.timeout, connect)
-            .await
-            .map_err(|_| format!("no answer within {} s", self.config.timeout.as_secs_f64()))?
-            .map_err(|e| format!("{e}"))?;
-        let connection = Arc::new(connection);
-        *slot = Some((connection.clone(), routes.clone()));
-        Ok((connection, routes))
+        tokio::time::timeout(
+            self.config.timeout,
+            handler.serve_with_lifecycle(transport, lifecycle),
+        )
+        .await
+        .map_err(|_| format!("no answer within {} s", self.config.timeout.as_secs_f64()))
     }
 
     async fn forget_connection(&self) {

@@ -109,6 +109,8 @@ async fn ask(
         tracing::info!(server = %shown.server, tool = %shown.tool, why, "a tool asked for input; declined");
         return Ok(InputReply::only(InputAction::Decline));
     }
+    // Counted before it is shown, so whoever sees the request sees it counted.
+    let waiting = answer.recorder.waiting_for_input();
     let id = InputId::new();
     let (mode, schema, url) = match &asked.kind {
         AskKind::Form { schema } => (InputMode::Form, Some(schema), None),
@@ -141,7 +143,6 @@ async fn ask(
         })
         .await?;
     inputs.shown(&id, seq).await?;
-    let waiting = answer.recorder.waiting_for_input();
     let reply = inputs.wait(&request, &answer.recorder.cancelled()).await?;
     drop(waiting);
     answer
