@@ -23,6 +23,7 @@ mod bookings;
 mod chat;
 mod crash;
 mod dialects;
+mod elicitation;
 mod errors;
 mod identity;
 mod mcp;
