@@ -277,6 +277,10 @@ pub struct GatewayArgs {
     #[arg(long, env = "MAITRED_APPROVAL_TIMEOUT", default_value_t = Span(defaults::APPROVAL_TIMEOUT))]
     pub approval_timeout: Span,
 
+    /// How long an MCP server's request for the user's input waits for an answer before it counts as cancelled.
+    #[arg(long, env = "MAITRED_INPUT_TIMEOUT", default_value_t = Span(defaults::INPUT_TIMEOUT))]
+    pub input_timeout: Span,
+
     /// Longest question accepted, in characters.
     #[arg(long, env = "MAITRED_QUESTION_LIMIT", default_value_t = defaults::QUESTION_LIMIT)]
     pub question_limit: usize,

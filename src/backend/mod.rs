@@ -3,6 +3,7 @@
 //! identity provider.
 
 mod bookings;
+pub mod contact;
 mod customers;
 mod error;
 mod extract;

@@ -6,12 +6,15 @@
 use ts_rs::TS;
 
 use super::chat::events::{
-    ApprovalRequiredEvent, DoneEvent, ErrorEvent, Finish, MetaEvent, TokenEvent, ToolCallEvent,
-    ToolResultEvent, ToolStatus, UsageEvent,
+    ApprovalRequiredEvent, DoneEvent, ErrorEvent, Finish, InputAction, InputMode,
+    InputRequiredEvent, InputResolvedEvent, MetaEvent, TokenEvent, ToolCallEvent,
+    ToolProgressEvent, ToolResultEvent, ToolStatus, UsageEvent,
 };
 use super::chat::store::ConversationSummary;
 use super::chat::views::{ConversationView, PartView, ToolCallView};
-use super::ids::{CallStatus, ConversationId, MessageId, MessageStatus, PartId, Role, ToolCallId};
+use super::ids::{
+    CallStatus, ConversationId, InputId, MessageId, MessageStatus, PartId, Role, ToolCallId,
+};
 
 const PATH: &str = "frontend/src/api/generated.ts";
 
@@ -22,6 +25,7 @@ fn declarations() -> Vec<String> {
         MessageId::decl(&cfg),
         PartId::decl(&cfg),
         ToolCallId::decl(&cfg),
+        InputId::decl(&cfg),
         Role::decl(&cfg),
         MessageStatus::decl(&cfg),
         CallStatus::decl(&cfg),
@@ -29,6 +33,11 @@ fn declarations() -> Vec<String> {
         TokenEvent::decl(&cfg),
         ToolCallEvent::decl(&cfg),
         ApprovalRequiredEvent::decl(&cfg),
+        InputMode::decl(&cfg),
+        InputRequiredEvent::decl(&cfg),
+        InputAction::decl(&cfg),
+        InputResolvedEvent::decl(&cfg),
+        ToolProgressEvent::decl(&cfg),
         ToolStatus::decl(&cfg),
         ToolResultEvent::decl(&cfg),
         UsageEvent::decl(&cfg),

@@ -19,6 +19,9 @@ pub enum GatewayError {
     PayloadTooLarge { limit: usize },
     #[error("{0}")]
     UnsupportedMediaType(String),
+    /// An answer to a tool's form that does not fit it: each problem names its field.
+    #[error("the answer does not fit the form: {}", problems.join("; "))]
+    InvalidInput { problems: Vec<String> },
     #[error("{what} {id} not found")]
     NotFound { what: &'static str, id: String },
     #[error("{0}")]
@@ -56,7 +59,9 @@ impl GatewayError {
 
     fn status_and_code(&self) -> (StatusCode, &'static str) {
         match self {
-            Self::InvalidRequest(_) => (StatusCode::BAD_REQUEST, "INVALID_REQUEST"),
+            Self::InvalidRequest(_) | Self::InvalidInput { .. } => {
+                (StatusCode::BAD_REQUEST, "INVALID_REQUEST")
+            }
             Self::QuestionTooLong { .. } => (StatusCode::PAYLOAD_TOO_LARGE, "INVALID_REQUEST"),
             Self::PayloadTooLarge { .. } => (StatusCode::PAYLOAD_TOO_LARGE, "INVALID_REQUEST"),
             Self::UnsupportedMediaType(_) => {
@@ -102,6 +107,9 @@ impl IntoResponse for GatewayError {
         let envelope = match self {
             Self::NotFound { what, id } => {
                 envelope.field("details", json!({ "resource": what, "id": id }))
+            }
+            Self::InvalidInput { problems } => {
+                envelope.field("details", json!({ "problems": problems }))
             }
             Self::NotSignedIn => envelope.header(
                 header::WWW_AUTHENTICATE,

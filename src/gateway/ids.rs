@@ -5,7 +5,7 @@
 //! Ids are a prefix and a UUIDv7 (time-ordered, so rows of one conversation sort by
 //! creation): `conv_…` a conversation, `msg_…` a message (a question or an answer, the
 //! `message_id` of the chat stream), `part_…` one stored part of a message (the
-//! question, a model turn, a tool result), `tc_…` a tool call.
+//! question, a model turn, a tool result), `tc_…` a tool call, `in_…` a tool's request for the person's input.
 
 use std::fmt;
 use std::str::FromStr;
@@ -98,6 +98,11 @@ id!(
     /// One tool call; also the id of its approval, when it needs one.
     ToolCallId,
     "tc"
+);
+id!(
+    /// An MCP server's request for the person's input during a tool call.
+    InputId,
+    "in"
 );
 
 /// A stored status that is none of its kind's values.

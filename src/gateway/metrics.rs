@@ -89,6 +89,7 @@ pub struct GatewayMetrics {
     pub tool_calls: Family<ToolLabels, Counter>,
     pub tool_duration: LatencyFamily<ToolLabels>,
     pub approvals_waiting: Gauge,
+    pub inputs_waiting: Gauge,
     pub questions_refused: Family<RefusalLabels, Counter>,
     pub token_requests: Family<TokenFetchLabels, Counter>,
 }
@@ -109,6 +110,7 @@ impl GatewayMetrics {
             tool_calls: Family::default(),
             tool_duration: latency_family(),
             approvals_waiting: Gauge::default(),
+            inputs_waiting: Gauge::default(),
             questions_refused: Family::default(),
             token_requests: Family::default(),
         };
@@ -178,6 +180,11 @@ impl GatewayMetrics {
             "gateway_approvals_waiting",
             "Write tool calls waiting for a person's approval",
             this.approvals_waiting.clone(),
+        );
+        metrics.register(
+            "gateway_inputs_waiting",
+            "Tool calls waiting for a person's answer to their MCP server's request for input",
+            this.inputs_waiting.clone(),
         );
         metrics.register(
             "gateway_questions_refused",

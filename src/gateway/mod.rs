@@ -44,6 +44,7 @@ use crate::settings::mcp_servers::{AuthConfig, ServerConfig};
 use crate::settings::{API_PREFIX, Settings};
 use answer::Answerer;
 use chat::approvals::Approvals;
+use chat::inputs::ToolInputs;
 use chat::store::Store;
 use live::Live;
 use llm::ChatModel;
@@ -58,6 +59,7 @@ pub struct GatewayState {
     pub answerer: Arc<Answerer>,
     pub store: Store,
     pub approvals: Arc<Approvals>,
+    pub inputs: Arc<ToolInputs>,
     /// Running answers: their events, viewers, cancel signals and limits.
     pub live: Live,
     pub sessions: Arc<Sessions>,
@@ -179,6 +181,8 @@ pub async fn router(
         &settings.issuer_location(),
         &file.resilience,
         gateway_metrics.token_requests.clone(),
+        tasks.clone(),
+        settings.mode == crate::settings::Mode::Dev,
     )?;
     GatewayMetrics::watch_breakers(&metrics, hub.clone());
     // Discover the tools now rather than on the first question; a server not up yet
@@ -248,6 +252,11 @@ pub async fn router(
         settings.gateway.approval_timeout,
         live.clone(),
     ));
+    let inputs = Arc::new(ToolInputs::new(
+        db.clone(),
+        settings.gateway.input_timeout,
+        live.clone(),
+    ));
     let mut models = vec![model];
     for fallback in settings.gateway.file.fallback_models()? {
         tracing::info!(model = %fallback.model, base_url = %fallback.base_url, "LLM fallback");
@@ -262,6 +271,7 @@ pub async fn router(
         policy: ToolPolicy::new(file.policy.clone()),
         tools: hub,
         approvals: approvals.clone(),
+        inputs: inputs.clone(),
         limits: answer::Limits {
             max_iterations: gateway.max_iterations,
             tool_calls_per_question: file.limits.tool_calls_per_question,
@@ -293,6 +303,7 @@ pub async fn router(
         answerer,
         store,
         approvals,
+        inputs,
         live,
         sessions,
         verifier,
@@ -318,6 +329,10 @@ pub async fn router(
         .route(
             &format!("{API_PREFIX}/chat/approvals/{{id}}"),
             post(chat::decide),
+        )
+        .route(
+            &format!("{API_PREFIX}/chat/inputs/{{id}}"),
+            post(chat::answer_input),
         )
         .route(
             &format!("{API_PREFIX}/conversations"),

@@ -73,6 +73,29 @@ pub(super) struct AvailableTimesArgs {
     pub duration: Option<u32>,
 }
 
+#[derive(Debug, Deserialize, JsonSchema)]
+#[serde(rename_all = "camelCase", deny_unknown_fields)]
+pub(super) struct FindAvailabilityArgs {
+    /// The first date to check, `YYYY-MM-DD`.
+    #[schemars(extend("format" = "date"))]
+    pub from: String,
+    /// The last date to check, `YYYY-MM-DD` (inclusive; at most 31 days after `from`).
+    #[schemars(extend("format" = "date"))]
+    pub to: String,
+    /// Party size.
+    #[schemars(range(min = 1, max = 999))]
+    pub people: u32,
+    /// The earliest start time wanted, `HH:MM` (default: any).
+    #[schemars(pattern(r"^([01]?[0-9]|2[0-3]):[0-5][0-9]$"))]
+    pub from_time: Option<String>,
+    /// The latest start time wanted, `HH:MM` (default: any).
+    #[schemars(pattern(r"^([01]?[0-9]|2[0-3]):[0-5][0-9]$"))]
+    pub to_time: Option<String>,
+    /// Length of the visit in minutes (default 90).
+    #[schemars(range(min = 15, max = 480))]
+    pub duration: Option<u32>,
+}
+
 #[derive(Debug, Clone, Copy, Deserialize, JsonSchema)]
 #[serde(rename_all = "snake_case")]
 pub(super) enum NewStatus {
@@ -96,9 +119,9 @@ pub(super) struct CreateBookingArgs {
     /// Length of the visit in minutes, 15 to 480 (default 90).
     #[schemars(range(min = 15, max = 480))]
     pub duration: Option<u32>,
-    /// The guest's full name.
+    /// The guest's full name; leave it out when unknown: the person is asked in a form.
     #[schemars(length(min = 2, max = 100))]
-    pub guest_name: String,
+    pub guest_name: Option<String>,
     /// The guest's email address.
     #[schemars(email)]
     pub guest_email: Option<String>,

@@ -15,7 +15,9 @@ use futures::future::BoxFuture;
 use serde::de::DeserializeOwned;
 use serde_json::Value;
 
+use super::availability;
 use super::backend::BackendClient;
+use super::progress::Progress;
 use super::tools::{self, Refusal};
 use crate::backend::model::{Booking, Customer, Feedback, OpeningHours, Table};
 use crate::backend::query::{FieldType, Resource};
@@ -23,6 +25,9 @@ use crate::backend::resources;
 
 pub const READ_SCOPE: &str = "mcp.read";
 pub const WRITE_SCOPE: &str = "mcp.write";
+
+/// The tool that asks for the guest's details when the call lacks them.
+pub const CREATE_BOOKING: &str = "createBooking";
 
 /// What a tool does to the restaurant's data.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -43,9 +48,13 @@ impl Effect {
     }
 }
 
-/// A tool's handler, with its arguments still JSON and its result already JSON.
-pub type Handler =
-    Arc<dyn Fn(BackendClient, Value) -> BoxFuture<'static, Result<Value, Refusal>> + Send + Sync>;
+/// A tool's handler, with its arguments still JSON and its result already JSON; a
+/// long one reports its steps through [`Progress`].
+pub type Handler = Arc<
+    dyn Fn(BackendClient, Value, Progress) -> BoxFuture<'static, Result<Value, Refusal>>
+        + Send
+        + Sync,
+>;
 
 /// One tool: what `tools/list` says of it and what `tools/call` runs, defined
 /// together so the schemas are those of the handler's own argument and result types.
@@ -188,17 +197,37 @@ where
     F: Fn(BackendClient, I) -> Fut + Send + Sync + 'static,
     Fut: Future<Output = Result<O, Refusal>> + Send + 'static,
 {
+    reporting_entry(name, title, effect, description, move |backend, args, _| {
+        run(backend, args)
+    })
+}
+
+/// [`entry`] for a tool that reports progress as it goes.
+fn reporting_entry<I, O, F, Fut>(
+    name: &'static str,
+    title: &'static str,
+    effect: Effect,
+    description: String,
+    run: F,
+) -> Entry
+where
+    I: JsonSchema + DeserializeOwned + 'static,
+    O: JsonSchema + Serialize + 'static,
+    F: Fn(BackendClient, I, Progress) -> Fut + Send + Sync + 'static,
+    Fut: Future<Output = Result<O, Refusal>> + Send + 'static,
+{
     let input_schema = input::<I>();
     let output_schema = output::<O>();
-    let run: Handler = Arc::new(
-        move |backend, arguments| match tools::parse::<I>(arguments) {
-            Ok(arguments) => {
-                let called = run(backend, arguments);
-                Box::pin(async move { tools::to_value(&called.await?) })
-            }
-            Err(refusal) => Box::pin(std::future::ready(Err(refusal))),
-        },
-    );
+    let run: Handler =
+        Arc::new(
+            move |backend, arguments, progress| match tools::parse::<I>(arguments) {
+                Ok(arguments) => {
+                    let called = run(backend, arguments, progress);
+                    Box::pin(async move { tools::to_value(&called.await?) })
+                }
+                Err(refusal) => Box::pin(std::future::ready(Err(refusal))),
+            },
+        );
     let annotations = match effect {
         Effect::Read => ToolAnnotations::with_title(title)
             .read_only(true)
@@ -335,16 +364,30 @@ taken. {TIMES}"
             ),
             tools::available_times,
         ),
+        reporting_entry(
+            "findAvailability",
+            "Search a range of days",
+            Read,
+            format!(
+                "Search the days between two dates (from and to, both inclusive, at most {} days) for \
+the start times at which the party can be seated, optionally only between fromTime and toTime. Use \
+it when the guest gives a span of days (\"between Friday and Sunday\", \"next week\") rather than one \
+date; for one date use getAvailableTimes. Returns every day of the range with its free times. {TIMES}",
+                availability::MAX_DAYS
+            ),
+            availability::find,
+        ),
         entry(
-            "createBooking",
+            CREATE_BOOKING,
             "Book a table",
             Create,
             format!(
                 "Create a booking. Without tableIds the smallest free table that seats the party is \
 chosen. The booking must fit in an opening period. If the time is taken or the restaurant is closed, the \
 error names the nearest free times: offer them to the guest rather than guessing. The guest becomes (or \
-is matched to) a customer by email or phone. New bookings have status request unless approved is given. \
-{TIMES}"
+is matched to) a customer by email or phone. Leave out the guest's details you do not know: the person \
+is then asked for them in a form where their client can show one. New bookings have status request \
+unless approved is given. {TIMES}"
             ),
             tools::create_booking,
         ),

@@ -21,6 +21,8 @@ pub enum Outcome {
     Invalid,
     /// An `isError` result because the caller's token lacks the tool's scope.
     Refused,
+    /// A 2026-07-28 `InputRequiredResult`: the call waits for a person's answer.
+    InputRequired,
 }
 
 impl Outcome {
@@ -31,6 +33,7 @@ impl Outcome {
             Outcome::Unavailable => "unavailable",
             Outcome::Invalid => "invalid",
             Outcome::Refused => "refused",
+            Outcome::InputRequired => "input_required",
         }
     }
 }

@@ -3,10 +3,15 @@
 
 mod access;
 mod args;
+mod availability;
 mod backend;
+mod booking_guest;
 pub mod catalogue;
 mod error;
+mod guest_form;
 mod metrics;
+mod progress;
+mod sealed_state;
 mod server;
 mod tools;
 
@@ -34,15 +39,12 @@ use crate::settings::Mode;
 use crate::settings::{API_PREFIX, Settings};
 use backend::BackendClient;
 use metrics::McpMetrics;
+use sealed_state::StateSeal;
 
-/// The backend client with the MCP role's own credentials.
-fn backend_client(
-    settings: &Settings,
-    http: reqwest::Client,
-    metrics: &McpMetrics,
-) -> anyhow::Result<BackendClient> {
+/// The MCP role's own client secret at the issuer.
+fn client_secret(settings: &Settings) -> anyhow::Result<SecretString> {
     let role = &settings.mcp;
-    let secret = match (&role.client_secret, settings.mode) {
+    Ok(match (&role.client_secret, settings.mode) {
         (Some(secret), _) => secret.clone(),
         (None, Mode::Dev) => DevCredentials::load(&settings.data_dir)?
             .client_secret(&role.client_id)
@@ -51,7 +53,17 @@ fn backend_client(
         (None, Mode::Production) => anyhow::bail!(
             "the MCP role needs MAITRED_MCP_CLIENT_SECRET (its client secret at the issuer)"
         ),
-    };
+    })
+}
+
+/// The backend client with the MCP role's own credentials.
+fn backend_client(
+    settings: &Settings,
+    secret: SecretString,
+    http: reqwest::Client,
+    metrics: &McpMetrics,
+) -> anyhow::Result<BackendClient> {
+    let role = &settings.mcp;
     let tokens = TokenSource::new(
         http.clone(),
         settings.issuer_location(),
@@ -81,10 +93,13 @@ pub fn router(
 ) -> anyhow::Result<Router> {
     let metrics = Metrics::new();
     let mcp_metrics = McpMetrics::register(&metrics);
+    let secret = client_secret(settings)?;
+    let seal = StateSeal::from_secret(&secret);
     let server = McpServer::new(
-        backend_client(settings, http.clone(), &mcp_metrics)?,
+        backend_client(settings, secret, http.clone(), &mcp_metrics)?,
         Access::Token,
         mcp_metrics,
+        seal,
     );
     let resource = settings.mcp_resource();
     let metadata_url = format!(
@@ -152,10 +167,13 @@ pub fn router(
 pub async fn serve_stdio(settings: &Settings, http: reqwest::Client) -> anyhow::Result<()> {
     // Nothing scrapes a stdio server; the series are kept all the same.
     let metrics = McpMetrics::register(&Metrics::new());
+    let secret = client_secret(settings)?;
+    let seal = StateSeal::from_secret(&secret);
     let server = McpServer::new(
-        backend_client(settings, http, &metrics)?,
+        backend_client(settings, secret, http, &metrics)?,
         Access::Local,
         metrics,
+        seal,
     );
     tracing::info!("serving MCP over stdio");
     let running = server

@@ -17,8 +17,11 @@ use rmcp::{ErrorData, RoleServer, ServerHandler};
 use tracing::Instrument;
 
 use super::backend::BackendClient;
-use super::catalogue::{Entry, catalogue};
+use super::booking_guest::{self, Settled};
+use super::catalogue::{CREATE_BOOKING, Entry, catalogue};
 use super::metrics::{McpMetrics, Outcome};
+use super::progress::Progress;
+use super::sealed_state::StateSeal;
 use super::tools;
 use crate::auth::Principal;
 use crate::trace_context::TraceContext;
@@ -51,16 +54,23 @@ struct Shared {
     backend: BackendClient,
     access: Access,
     metrics: McpMetrics,
+    seal: StateSeal,
 }
 
 impl McpServer {
-    pub fn new(backend: BackendClient, access: Access, metrics: McpMetrics) -> Self {
+    pub fn new(
+        backend: BackendClient,
+        access: Access,
+        metrics: McpMetrics,
+        seal: StateSeal,
+    ) -> Self {
         Self {
             shared: Arc::new(Shared {
                 tools: catalogue(),
                 backend,
                 access,
                 metrics,
+                seal,
             }),
         }
     }
@@ -196,7 +206,7 @@ impl ServerHandler for McpServer {
                 "tool call"
             );
         });
-        result.map(Into::into)
+        result
     }
 }
 
@@ -207,7 +217,7 @@ impl McpServer {
         request: CallToolRequestParams,
         ctx: &RequestContext<RoleServer>,
         trace: TraceContext,
-    ) -> (Outcome, Result<CallToolResult, ErrorData>) {
+    ) -> (Outcome, Result<CallToolResponse, ErrorData>) {
         let name = request.name.to_string();
         let Some(entry) = self.entry(&name) else {
             return (
@@ -233,10 +243,28 @@ impl McpServer {
                 Outcome::Refused,
                 Ok(CallToolResult::error(vec![ContentBlock::text(format!(
                     "{name} needs the scope {scope}, which this caller's token does not carry"
-                ))])),
+                ))])
+                .into()),
             );
         }
         let backend = self.shared.backend.traced(trace);
-        tools::run(entry, backend, request.arguments).await
+        let mut arguments = request.arguments.clone();
+        if name == CREATE_BOOKING {
+            let settled =
+                booking_guest::settle(&self.shared.seal, &backend, &request, ctx, caller.as_ref())
+                    .await;
+            match settled {
+                Settled::Ready(settled) => arguments = Some(settled),
+                Settled::Answered(outcome, response) => return (outcome, Ok(response)),
+                Settled::Invalid(message) => {
+                    return (
+                        Outcome::Invalid,
+                        Err(ErrorData::invalid_params(message, None)),
+                    );
+                }
+            }
+        }
+        let (outcome, result) = tools::run(entry, backend, arguments, Progress::of(ctx)).await;
+        (outcome, result.map(Into::into))
     }
 }

@@ -12,7 +12,8 @@ use super::args::*;
 use super::backend::{BackendClient, BackendError, Page};
 use super::catalogue::{AvailableDates, AvailableTimes, Entry, ListOf, NoteAdded};
 use super::metrics::Outcome;
-use crate::backend::model::Booking;
+use super::progress::Progress;
+use crate::backend::model::{Booking, Customer};
 
 /// Why a call was not carried out.
 pub enum Refusal {
@@ -39,8 +40,15 @@ pub(super) async fn run(
     entry: &Entry,
     backend: BackendClient,
     arguments: Option<JsonObject>,
+    progress: Progress,
 ) -> (Outcome, Result<CallToolResult, ErrorData>) {
-    match (entry.run)(backend, Value::Object(arguments.unwrap_or_default())).await {
+    match (entry.run)(
+        backend,
+        Value::Object(arguments.unwrap_or_default()),
+        progress,
+    )
+    .await
+    {
         Ok(value) => (Outcome::Ok, Ok(structured(value))),
         Err(Refusal::InvalidParams(message)) => (
             Outcome::Invalid,
@@ -237,12 +245,19 @@ pub(super) async fn create_booking(
     backend: BackendClient,
     args: CreateBookingArgs,
 ) -> Result<Booking, Refusal> {
+    let Some(guest_name) = args.guest_name else {
+        return Err(Refusal::Failed(
+            "guestName is missing: ask the guest for their name, and an email address or phone \
+number, then call createBooking again with them"
+                .to_owned(),
+        ));
+    };
     let mut body = json!({
         "date": date("date", &args.date)?,
         "time": time("time", &args.time)?,
         "people": args.people,
         "guest": {
-            "name": args.guest_name,
+            "name": guest_name,
             "email": args.guest_email,
             "phone": args.guest_phone,
         },
@@ -319,6 +334,37 @@ pub(super) async fn add_note(
         note_id: decode(id)?,
         visibility: label.to_owned(),
     })
+}
+
+/// The customers whose name is exactly `name` (ignoring case), at most `limit`.
+pub(super) async fn customers_named(
+    backend: &BackendClient,
+    name: &str,
+    limit: u32,
+) -> Result<Vec<Customer>, Refusal> {
+    let query = [
+        ("limit", limit.to_string()),
+        ("customQuery", format!("name LIKE {}", like_exactly(name))),
+    ];
+    let found = page::<Customer>(backend.list("/customers", &query).await?, 0)?;
+    Ok(found.items)
+}
+
+/// A filter-language text value that `LIKE` matches only against `text` itself (in
+/// any case): the pattern's `\`, `%` and `_` escaped, then quoted for the lexer.
+fn like_exactly(text: &str) -> String {
+    let pattern = text
+        .replace('\\', "\\\\")
+        .replace('%', "\\%")
+        .replace('_', "\\_");
+    format!("'{}'", pattern.replace('\\', "\\\\").replace('\'', "''"))
+}
+
+pub(super) async fn customer(backend: &BackendClient, id: &str) -> Result<Customer, Refusal> {
+    let found = backend
+        .get(&format!("/customers/{}", encode(id)), &[])
+        .await?;
+    decode::<Customer>(found)
 }
 
 /// An id goes into a path segment: anything but unreserved characters is escaped.

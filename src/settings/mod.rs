@@ -138,6 +138,8 @@ pub struct GatewaySettings {
     pub max_iterations: u32,
     pub tool_output_cap: usize,
     pub approval_timeout: Duration,
+    /// How long an MCP server's request for input waits for the person; then cancel.
+    pub input_timeout: Duration,
     pub question_limit: usize,
     pub context_budget: usize,
     pub stream_grace: Duration,
@@ -215,6 +217,7 @@ impl GatewaySettings {
             max_iterations: defaults::MAX_ITERATIONS,
             tool_output_cap: defaults::TOOL_OUTPUT_CAP,
             approval_timeout: defaults::APPROVAL_TIMEOUT,
+            input_timeout: defaults::INPUT_TIMEOUT,
             question_limit: defaults::QUESTION_LIMIT,
             context_budget: defaults::CONTEXT_BUDGET,
             stream_grace: defaults::STREAM_GRACE,

@@ -185,6 +185,7 @@ fn gateway_from(defaults: GatewaySettings, args: &GatewayArgs) -> anyhow::Result
         max_iterations: args.max_iterations,
         tool_output_cap: args.tool_output_cap,
         approval_timeout: args.approval_timeout.into(),
+        input_timeout: args.input_timeout.into(),
         question_limit: args.question_limit,
         context_budget: args.context_budget,
         stream_grace: args.stream_grace.into(),
@@ -250,6 +251,7 @@ mod tests {
             parsed.gateway.approval_timeout,
             built.gateway.approval_timeout
         );
+        assert_eq!(parsed.gateway.input_timeout, built.gateway.input_timeout);
         assert_eq!(parsed.gateway.max_iterations, built.gateway.max_iterations);
         assert_eq!(parsed.gateway.sse_keepalive, built.gateway.sse_keepalive);
         assert_eq!(parsed.gateway.answer_lease, built.gateway.answer_lease);

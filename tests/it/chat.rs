@@ -109,7 +109,7 @@ async fn two_parallel_tool_calls_with_fragmented_arguments() {
         .iter()
         .map(|t| t["function"]["name"].as_str().unwrap())
         .collect();
-    assert_eq!(offered.len(), 14);
+    assert_eq!(offered.len(), 15);
     assert_eq!(offered[0], "resos__getCustomers");
     let messages = requests[1].body["messages"].as_array().unwrap();
     let tool_messages: Vec<&Value> = messages.iter().filter(|m| m["role"] == "tool").collect();
@@ -193,11 +193,17 @@ async fn a_three_turn_conversation_uses_its_history() {
     app.stop().await;
 }
 
+/// A guest's email, so that a booking has the contact details our MCP server needs
+/// and goes through without asking for them with a form.
+pub(crate) fn email(guest: &str) -> String {
+    format!("{}@example.com", guest.to_lowercase().replace(' ', "."))
+}
+
 fn booking_call(id: &str, guest: &str, date: &str) -> ToolCallSpec {
     ToolCallSpec::new(
         id,
         "resos__createBooking",
-        json!({ "date": date, "time": "18:00", "people": 2, "guestName": guest }).to_string(),
+        json!({ "date": date, "time": "18:00", "people": 2, "guestName": guest, "guestEmail": email(guest) }).to_string(),
     )
 }
 

@@ -28,7 +28,7 @@ fn booking(id: &str, guest: &str) -> ToolCallSpec {
     ToolCallSpec::new(
         id,
         "resos__createBooking",
-        json!({ "date": date, "time": "18:00", "people": 2, "guestName": guest }).to_string(),
+        json!({ "date": date, "time": "18:00", "people": 2, "guestName": guest, "guestEmail": crate::chat::email(guest) }).to_string(),
     )
 }
 

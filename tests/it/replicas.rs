@@ -80,7 +80,7 @@ fn booking(guest: &str) -> ToolCallSpec {
     ToolCallSpec::new(
         "book_1",
         "resos__createBooking",
-        json!({ "date": date, "time": "18:00", "people": 2, "guestName": guest }).to_string(),
+        json!({ "date": date, "time": "18:00", "people": 2, "guestName": guest, "guestEmail": crate::chat::email(guest) }).to_string(),
     )
 }
 

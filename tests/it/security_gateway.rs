@@ -222,7 +222,7 @@ fn booking() -> ToolCallSpec {
     call(
         "book_1",
         "resos__createBooking",
-        json!({ "date": date, "time": "18:00", "people": 2, "guestName": "Rita Role" }),
+        json!({ "date": date, "time": "18:00", "people": 2, "guestName": "Rita Role", "guestEmail": "rita.role@example.com" }),
     )
 }
 

@@ -9,6 +9,8 @@ export type PartId = string;
 
 export type ToolCallId = string;
 
+export type InputId = string;
+
 export type Role = "user" | "assistant" | "tool";
 
 export type MessageStatus = "streaming" | "complete" | "cancelled" | "interrupted" | "error";
@@ -30,6 +32,32 @@ export type ToolCallEvent = { id: ToolCallId, server: string, tool: string,
 title: string, arguments: unknown, };
 
 export type ApprovalRequiredEvent = { id: ToolCallId, server: string, tool: string, title: string, arguments: unknown, expires_at: string, };
+
+export type InputMode = "form" | "url";
+
+export type InputRequiredEvent = { id: InputId, 
+/**
+ * The call that asks.
+ */
+tool_call_id: ToolCallId, server: string, tool: string, 
+/**
+ * The server's words to the person (untrusted text: show it escaped).
+ */
+message: string, mode: InputMode, 
+/**
+ * `form`: the JSON schema of the answer (a flat object of simple fields).
+ */
+schema?: unknown, 
+/**
+ * `url`: the page to open (https, or http on localhost in development).
+ */
+url?: string, expires_at: string, };
+
+export type InputAction = "accept" | "decline" | "cancel";
+
+export type InputResolvedEvent = { id: InputId, action: InputAction, };
+
+export type ToolProgressEvent = { id: ToolCallId, progress: number, total?: number, message?: string, };
 
 export type ToolResultStatus = "ok" | "error" | "denied" | "unavailable";
 

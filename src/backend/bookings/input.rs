@@ -6,6 +6,7 @@ use serde_json::Value;
 use utoipa::ToSchema;
 
 use super::schedule::{DEFAULT_DURATION, parse_time};
+use crate::backend::contact::{compact_phone, valid_e164, valid_email};
 use crate::backend::error::{ApiError, FieldError};
 use crate::backend::model::{LANGUAGES, SOURCES, STATUSES};
 
@@ -244,10 +245,7 @@ impl Check {
     }
 
     fn phone(&mut self, value: Option<String>) -> Option<String> {
-        let phone: String = value?
-            .chars()
-            .filter(|c| !matches!(c, ' ' | '-' | '(' | ')'))
-            .collect();
+        let phone = compact_phone(&value?);
         if phone.is_empty() {
             return None;
         }
@@ -282,32 +280,6 @@ impl Check {
         }
         value().ok_or_else(|| ApiError::invalid("the booking is incomplete"))
     }
-}
-
-fn valid_email(email: &str) -> bool {
-    let Some((local, domain)) = email.split_once('@') else {
-        return false;
-    };
-    !local.is_empty()
-        && email.len() <= 254
-        && local
-            .chars()
-            .all(|c| c.is_ascii_alphanumeric() || "._%+-".contains(c))
-        && domain.contains('.')
-        && !domain.starts_with('.')
-        && !domain.ends_with('.')
-        && domain
-            .chars()
-            .all(|c| c.is_ascii_alphanumeric() || c == '.' || c == '-')
-}
-
-fn valid_e164(phone: &str) -> bool {
-    let Some(digits) = phone.strip_prefix('+') else {
-        return false;
-    };
-    (7..=15).contains(&digits.len())
-        && digits.chars().all(|c| c.is_ascii_digit())
-        && !digits.starts_with('0')
 }
 
 impl NewBookingBody {

@@ -32,7 +32,7 @@ use crate::gateway::tools::Catalogue;
 use crate::gateway::tools::policy::ToolPolicy;
 use crate::trace_context::TraceContext;
 use failure::Stop;
-use ports::{Approver, Tools};
+use ports::{Approver, Inputs, Tools};
 pub use recorder::Recorder;
 
 /// The loop's limits.
@@ -54,6 +54,7 @@ pub struct Answerer {
     pub policy: ToolPolicy,
     pub tools: Arc<dyn Tools>,
     pub approvals: Arc<dyn Approver>,
+    pub inputs: Arc<dyn Inputs>,
     pub limits: Limits,
     pub metrics: GatewayMetrics,
 }

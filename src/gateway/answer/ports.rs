@@ -1,20 +1,20 @@
-//! What the answer loop needs from the rest of the gateway, as four small traits:
+//! What the answer loop needs from the rest of the gateway, as five small traits:
 //! where an answer's events go (its viewers), where its parts are stored, the tools,
-//! and the person's approvals. The gateway wires the real ones (`chat::generation`,
-//! `chat::store`, `tools::ToolHub`, `chat::approvals`); the loop's tests wire fakes
-//! that live in memory.
+//! the person's approvals, and the person's answers to a tool's questions. The
+//! gateway wires the real ones (`chat::generation`, `chat::store`, `tools::ToolHub`,
+//! `chat::approvals`, `chat::inputs`); the loop's tests wire fakes that live in memory.
 
 use async_trait::async_trait;
 use rmcp::model::JsonObject;
 use serde_json::Value;
 use tokio_util::sync::CancellationToken;
 
-use crate::gateway::chat::events::ChatEvent;
+use crate::gateway::chat::events::{ChatEvent, InputMode};
 use crate::gateway::ids::{
-    CallStatus, ConversationId, MessageId, MessageStatus, PartId, Subject, ToolCallId,
+    CallStatus, ConversationId, InputId, MessageId, MessageStatus, PartId, Subject, ToolCallId,
 };
 use crate::gateway::llm::{ToolCall, Usage};
-use crate::gateway::tools::{CallContext, CallOutcome, Catalogue, RegisteredTool};
+use crate::gateway::tools::{CallContext, CallOutcome, Catalogue, InputReply, RegisteredTool};
 use std::sync::Arc;
 
 /// A part of an answer could not be stored; the answer ends with `storage`.
@@ -146,4 +146,37 @@ pub trait Approver: Send + Sync {
         request: &ApprovalRequest<'_>,
         cancel: &CancellationToken,
     ) -> StoreResult<Verdict>;
+}
+
+/// A tool's MCP server asks the person something in the middle of a call.
+#[derive(Debug, Clone)]
+pub struct InputRequest<'a> {
+    pub id: &'a InputId,
+    pub call: &'a ToolCallId,
+    pub answer: &'a AnswerRef,
+    pub server: &'a str,
+    pub tool: &'a str,
+    pub message: &'a str,
+    pub mode: InputMode,
+    /// `form`: the requested schema.
+    pub schema: Option<&'a Value>,
+    /// `url`: the page to open.
+    pub url: Option<&'a str>,
+}
+
+/// The person's answers to a tool's requests for input.
+#[async_trait]
+pub trait Inputs: Send + Sync {
+    /// Records the request and starts listening for the answer; returns when it
+    /// expires. Only then may the request be shown, or a quick answer finds nothing.
+    async fn open(&self, request: &InputRequest<'_>) -> StoreResult<String>;
+    /// The request went out as the answer's event `seq`: a viewer who comes back
+    /// after it is shown the request again while it is open.
+    async fn shown(&self, id: &InputId, seq: u64) -> StoreResult<()>;
+    /// Waits for the owner's answer; the timeout and `cancel` are a `cancel`.
+    async fn wait(
+        &self,
+        request: &InputRequest<'_>,
+        cancel: &CancellationToken,
+    ) -> StoreResult<InputReply>;
 }

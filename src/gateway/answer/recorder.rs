@@ -14,10 +14,11 @@ use super::ports::{
     AnswerRef, AnswerStore, EventSink, NewCall, StoreError, StoreResult, TurnRecord,
 };
 use crate::gateway::chat::events::{
-    ApprovalRequiredEvent, ChatEvent, DoneEvent, ErrorEvent, Finish, MetaEvent, TokenEvent,
-    ToolCallEvent, ToolResultEvent, ToolStatus, UsageEvent,
+    ApprovalRequiredEvent, ChatEvent, DoneEvent, ErrorEvent, Finish, InputAction,
+    InputRequiredEvent, InputResolvedEvent, MetaEvent, TokenEvent, ToolCallEvent,
+    ToolProgressEvent, ToolResultEvent, ToolStatus, UsageEvent,
 };
-use crate::gateway::ids::{CallStatus, MessageStatus, PartId, ToolCallId};
+use crate::gateway::ids::{CallStatus, InputId, MessageStatus, PartId, ToolCallId};
 use crate::gateway::llm::{ToolCall, Usage};
 use crate::gateway::metrics::{
     ErrorCodeLabels, FinishLabels, GatewayMetrics, TokenKindLabels, ToolLabels,
@@ -253,10 +254,29 @@ impl Recorder {
         .await
     }
 
+    /// A tool's server asks the person; returns the event's sequence number.
+    pub async fn input_required(&self, event: InputRequiredEvent) -> StoreResult<u64> {
+        self.sink.publish(ChatEvent::InputRequired(event)).await
+    }
+
+    pub async fn input_resolved(&self, id: InputId, action: InputAction) -> StoreResult<()> {
+        self.emit(ChatEvent::InputResolved(InputResolvedEvent { id, action }))
+            .await
+    }
+
+    pub async fn tool_progress(&self, event: ToolProgressEvent) -> StoreResult<()> {
+        self.emit(ChatEvent::ToolProgress(event)).await
+    }
+
     /// Counts a call as waiting for approval for as long as the guard lives, however
     /// the wait ends (a cancelled answer drops it mid-wait).
     pub fn waiting_for_approval(&self) -> Waiting {
         Waiting::on(&self.metrics.approvals_waiting)
+    }
+
+    /// The same, for a tool's request for the person's input.
+    pub fn waiting_for_input(&self) -> Waiting {
+        Waiting::on(&self.metrics.inputs_waiting)
     }
 
     pub async fn call_finished(

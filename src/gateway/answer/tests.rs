@@ -305,6 +305,30 @@ impl Approver for Decided {
     }
 }
 
+/// The fake tools never ask the person anything; were one to, nobody answers.
+struct Unanswered;
+
+#[async_trait]
+impl super::ports::Inputs for Unanswered {
+    async fn open(&self, _request: &super::ports::InputRequest<'_>) -> StoreResult<String> {
+        Ok("2026-11-24T12:00:00Z".to_owned())
+    }
+
+    async fn shown(&self, _id: &crate::gateway::ids::InputId, _seq: u64) -> StoreResult<()> {
+        Ok(())
+    }
+
+    async fn wait(
+        &self,
+        _request: &super::ports::InputRequest<'_>,
+        _cancel: &CancellationToken,
+    ) -> StoreResult<crate::gateway::tools::InputReply> {
+        Ok(crate::gateway::tools::InputReply::only(
+            crate::gateway::chat::events::InputAction::Cancel,
+        ))
+    }
+}
+
 struct Setup {
     model: Arc<ScriptedModel>,
     tools: FakeTools,
@@ -350,6 +374,7 @@ impl Setup {
             policy: ToolPolicy::default(),
             tools: tools.clone(),
             approvals: Arc::new(Decided(self.verdict)),
+            inputs: Arc::new(Unanswered),
             limits: Limits {
                 max_iterations: self.max_iterations,
                 tool_calls_per_question: 25,

@@ -8,7 +8,7 @@
 use serde::Serialize;
 use serde_json::Value;
 
-use crate::gateway::ids::{ConversationId, MessageId, ToolCallId};
+use crate::gateway::ids::{ConversationId, InputId, MessageId, ToolCallId};
 
 #[derive(Debug, Clone, PartialEq, Serialize)]
 #[cfg_attr(test, derive(ts_rs::TS), ts(rename = "ToolResultStatus"))]
@@ -76,6 +76,81 @@ pub struct ApprovalRequiredEvent {
     pub expires_at: String,
 }
 
+/// How an MCP server's request for input is shown: a form to fill in, or a URL the
+/// person opens themselves.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[cfg_attr(test, derive(ts_rs::TS))]
+#[serde(rename_all = "snake_case")]
+pub enum InputMode {
+    Form,
+    Url,
+}
+
+impl InputMode {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Self::Form => "form",
+            Self::Url => "url",
+        }
+    }
+}
+
+/// A tool's MCP server asks the person for input (MCP elicitation) until `expires_at`.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+#[cfg_attr(test, derive(ts_rs::TS))]
+pub struct InputRequiredEvent {
+    pub id: InputId,
+    /// The call that asks.
+    pub tool_call_id: ToolCallId,
+    pub server: String,
+    pub tool: String,
+    /// The server's words to the person (untrusted text: show it escaped).
+    pub message: String,
+    pub mode: InputMode,
+    /// `form`: the JSON schema of the answer (a flat object of simple fields).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    #[cfg_attr(test, ts(optional, type = "unknown"))]
+    pub schema: Option<Value>,
+    /// `url`: the page to open (https, or http on localhost in development).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    #[cfg_attr(test, ts(optional))]
+    pub url: Option<String>,
+    pub expires_at: String,
+}
+
+/// The person's answer to a request for input (MCP's elicitation actions).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, serde::Deserialize)]
+#[cfg_attr(test, derive(ts_rs::TS))]
+#[serde(rename_all = "snake_case")]
+pub enum InputAction {
+    Accept,
+    Decline,
+    /// Dismissed without a choice; also a request nobody answered in time.
+    Cancel,
+}
+
+/// A request for input was answered, or expired (`cancel`).
+#[derive(Debug, Clone, PartialEq, Serialize)]
+#[cfg_attr(test, derive(ts_rs::TS))]
+pub struct InputResolvedEvent {
+    pub id: InputId,
+    pub action: InputAction,
+}
+
+/// A running call's progress as its server reports it (at most 4 a second per call).
+#[derive(Debug, Clone, PartialEq, Serialize)]
+#[cfg_attr(test, derive(ts_rs::TS))]
+pub struct ToolProgressEvent {
+    pub id: ToolCallId,
+    pub progress: f64,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    #[cfg_attr(test, ts(optional))]
+    pub total: Option<f64>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    #[cfg_attr(test, ts(optional))]
+    pub message: Option<String>,
+}
+
 #[derive(Debug, Clone, PartialEq, Serialize)]
 #[cfg_attr(test, derive(ts_rs::TS))]
 pub struct ToolResultEvent {
@@ -119,6 +194,9 @@ pub enum ChatEvent {
     Token(TokenEvent),
     ToolCall(ToolCallEvent),
     ApprovalRequired(ApprovalRequiredEvent),
+    InputRequired(InputRequiredEvent),
+    InputResolved(InputResolvedEvent),
+    ToolProgress(ToolProgressEvent),
     ToolResult(ToolResultEvent),
     Usage(UsageEvent),
     Error(ErrorEvent),
@@ -133,6 +211,9 @@ impl ChatEvent {
             ChatEvent::Token(_) => "token",
             ChatEvent::ToolCall(_) => "tool_call",
             ChatEvent::ApprovalRequired(_) => "approval_required",
+            ChatEvent::InputRequired(_) => "input_required",
+            ChatEvent::InputResolved(_) => "input_resolved",
+            ChatEvent::ToolProgress(_) => "tool_progress",
             ChatEvent::ToolResult(_) => "tool_result",
             ChatEvent::Usage(_) => "usage",
             ChatEvent::Error(_) => "error",

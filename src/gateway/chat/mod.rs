@@ -4,6 +4,8 @@
 
 pub mod approvals;
 pub mod events;
+mod input_form;
+pub mod inputs;
 pub mod start;
 pub mod store;
 pub(crate) mod views;
@@ -24,12 +26,12 @@ use super::answer::Asking;
 use super::auth::ChatUser;
 use super::error::GatewayError;
 use super::extract::GatewayJson;
-use super::ids::{ConversationId, MessageId, ToolCallId};
+use super::ids::{ConversationId, InputId, MessageId, ToolCallId};
 use super::live::{CancelOutcome, Events};
 use crate::trace_context::TraceContext;
 use approvals::Decision;
 use start::NewAnswer;
-use views::{Cancelled, ConversationView, Decided};
+use views::{Answered, Cancelled, ConversationView, Decided};
 
 #[derive(Debug, Deserialize)]
 pub struct Question {
@@ -47,10 +49,22 @@ fn parse_id<T: std::str::FromStr>(what: &'static str, text: &str) -> Result<T, G
 /// The SSE response for an answer's events; `watching` counts this viewer while the
 /// stream lives.
 fn stream(events: Events, watching: impl Send + 'static, keepalive: Duration) -> Response {
-    let events = events.map(move |event| {
-        let _viewer = &watching;
-        Ok::<Event, Infallible>(event.to_sse())
-    });
+    stream_after(Vec::new(), events, watching, keepalive)
+}
+
+/// The same, with `first` before the events.
+fn stream_after(
+    first: Vec<Event>,
+    events: Events,
+    watching: impl Send + 'static,
+    keepalive: Duration,
+) -> Response {
+    let events = futures::stream::iter(first)
+        .chain(events.map(move |event| {
+            let _viewer = &watching;
+            event.to_sse()
+        }))
+        .map(Ok::<Event, Infallible>);
     sse(events, keepalive)
 }
 
@@ -144,7 +158,27 @@ pub async fn resume(
         .follow(&id, &user.subject, last_seen)
         .await?
         .ok_or_else(|| GatewayError::not_found("generation", &message_id))?;
-    Ok(stream(events, watching, state.settings.sse_keepalive))
+    // A request for input the viewer saw before it went away, still open, is shown
+    // again (once: the events after `last_seen` do not hold it). It carries no `id:`,
+    // so the viewer's place in the stream stays where it was.
+    let reshown = state
+        .inputs
+        .still_open(&id, &user.subject, last_seen)
+        .await?
+        .into_iter()
+        .map(|request| {
+            let event = events::ChatEvent::InputRequired(request);
+            Event::default()
+                .event(event.name())
+                .data(serde_json::to_string(&event).unwrap_or_else(|_| "{}".to_owned()))
+        })
+        .collect();
+    Ok(stream_after(
+        reshown,
+        events,
+        watching,
+        state.settings.sse_keepalive,
+    ))
 }
 
 /// `POST /api/v1/resos/chat/{message_id}/cancel`, on any replica.
@@ -181,6 +215,20 @@ pub(crate) async fn decide(
     };
     state.approvals.decide(&id, &user.subject, decision).await?;
     Ok(Json(Decided { id, status }))
+}
+
+/// `POST /api/v1/resos/chat/inputs/{id}`: the person's answer to a tool's request
+/// for input, from any replica.
+pub(crate) async fn answer_input(
+    State(state): State<GatewayState>,
+    user: ChatUser,
+    Path(id): Path<String>,
+    GatewayJson(answer): GatewayJson<inputs::Answer>,
+) -> Result<Json<Answered>, GatewayError> {
+    let id: InputId = parse_id("input request", &id)?;
+    let status = answer.status();
+    state.inputs.answer(&id, &user.subject, answer).await?;
+    Ok(Json(Answered { id, status }))
 }
 
 /// `GET /api/v1/resos/conversations`

@@ -449,6 +449,16 @@ impl AnswerStore for Store {
             .bind(CallStatus::Running)
             .execute(self.db.pool())
             .await?;
+        // Their questions to the person end with them: nobody may answer them now,
+        // nor be shown them again.
+        sqlx::query(
+            "UPDATE tool_inputs SET status = 'cancelled', decided_at = $1 \
+             WHERE message_id = $2 AND status = 'pending'",
+        )
+        .bind(canonical_now())
+        .bind(answer)
+        .execute(self.db.pool())
+        .await?;
         Ok(())
     }
 

@@ -6,7 +6,7 @@ use serde_json::Value;
 
 use super::store::{ConversationSummary, StoredPart, StoredToolCall};
 use crate::gateway::ids::{
-    CallStatus, ConversationId, MessageId, MessageStatus, PartId, Role, ToolCallId,
+    CallStatus, ConversationId, InputId, MessageId, MessageStatus, PartId, Role, ToolCallId,
 };
 
 /// `GET /api/v1/resos/conversations/{id}`
@@ -120,5 +120,13 @@ pub struct Cancelled {
 pub(crate) struct Decided {
     pub id: ToolCallId,
     /// `approved` or `denied`.
+    pub status: &'static str,
+}
+
+/// `POST /api/v1/resos/chat/inputs/{id}`
+#[derive(Debug, Serialize)]
+pub(crate) struct Answered {
+    pub id: InputId,
+    /// `accepted`, `declined` or `cancelled`.
     pub status: &'static str,
 }

@@ -107,7 +107,7 @@ impl From<GatewayError> for OpenAiError {
     fn from(error: GatewayError) -> Self {
         use GatewayError as E;
         let (status, kind, code) = match &error {
-            E::InvalidRequest(_) => (
+            E::InvalidRequest(_) | E::InvalidInput { .. } => (
                 StatusCode::BAD_REQUEST,
                 "invalid_request_error",
                 "invalid_request",

@@ -1,24 +1,38 @@
 //! One MCP client per configured server, connected on first use and again after a
 //! failure, and the catalogue of all their tools: discovered when first needed,
 //! refreshed after a TTL or when a server says its list changed.
+//!
+//! A call may ask the person for input on the way (MCP elicitation) and report its
+//! progress: in the 2025-11-25 protocol by requests and notifications the connection
+//! routes to the call (`routes.rs`); in the 2026-07-28 protocol by an
+//! `input_required` result, whose rounds the hub drives itself (SEP-2322).
 
 use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::{Duration, Instant};
 
 use rmcp::model::{
-    CallToolRequestParams, ClientCapabilities, ClientConfig, Implementation, JsonObject,
-    ProtocolVersion, RequestMetaObject,
+    CallToolRequest, CallToolRequestParams, CallToolResult, CancelledNotificationParam,
+    ClientCapabilities, ClientConfig, ClientRequest, ElicitRequestParams, ElicitResult,
+    ElicitationAction, ElicitationCapability, FormElicitationCapability, Implementation,
+    InputRequest, InputRequests, InputResponses, JsonObject, ProgressNotificationParam,
+    ProtocolVersion, RequestId, RequestMetaObject, ServerResult, UrlElicitationCapability,
 };
-use rmcp::service::{NotificationContext, RoleClient, RunningService};
+use rmcp::service::{
+    ClientInitializeError, InboundStreamOrigin, NotificationContext, Peer, PeerRequestOptions,
+    RequestContext, RoleClient, RunningService,
+};
 use rmcp::transport::StreamableHttpClientTransport;
 use rmcp::transport::streamable_http_client::StreamableHttpClientTransportConfig;
-use rmcp::{ClientHandler, ClientLifecycleMode, ClientServiceExt, ServiceError};
+use rmcp::{ClientHandler, ClientLifecycleMode, ClientServiceExt, ErrorData, ServiceError};
 use serde_json::Value;
 use tokio::sync::{Mutex, RwLock};
+use tokio_util::task::TaskTracker;
 
 use super::breaker::{self, Breaker};
 use super::http::{AuthedHttp, Credentials};
+use super::interaction::CallLink;
+use super::routes::Routes;
 use super::schema;
 use crate::gateway::llm::ToolDef;
 use crate::issuer::Issuer;
@@ -34,6 +48,8 @@ const TTL: Duration = Duration::from_secs(300);
 const RETRY_AFTER_FAILURE: Duration = Duration::from_secs(5);
 /// The `_meta` key naming the end user a call is made for (audit only).
 const END_USER_META: &str = "maitred/endUserId";
+/// Most `input_required` rounds of one call (SEP-2322): a few questions, not a dialogue.
+const MAX_INPUT_ROUNDS: usize = 4;
 
 /// A tool as the gateway knows it.
 pub struct RegisteredTool {
@@ -102,12 +118,14 @@ impl Catalogue {
     }
 }
 
-/// Who a call is made for, and the trace it belongs to; both go in `_meta`.
+/// Who a call is made for, and the trace it belongs to (both go in `_meta`), and
+/// where what the server says on the way (progress, requests for input) goes.
 #[derive(Debug, Clone, Copy)]
 pub struct CallContext<'a> {
     pub end_user: &'a str,
     /// The W3C `traceparent` of the question's span.
     pub traceparent: &'a str,
+    pub link: &'a CallLink,
 }
 
 /// What a tool call came to.
@@ -128,6 +146,9 @@ pub enum CallOutcome {
 struct Handler {
     info: ClientConfig,
     stale: Arc<AtomicBool>,
+    /// This connection's calls, for the messages that belong to one of them.
+    routes: Arc<Routes>,
+    server: String,
 }
 
 impl ClientHandler for Handler {
@@ -138,6 +159,50 @@ impl ClientHandler for Handler {
     async fn on_tool_list_changed(&self, _context: NotificationContext<RoleClient>) {
         self.stale.store(true, Ordering::SeqCst);
     }
+
+    /// A 2025-11-25 request for input: shown only to the person whose call's
+    /// response stream it came on; from anywhere else it is declined.
+    async fn create_elicitation(
+        &self,
+        request: ElicitRequestParams,
+        context: RequestContext<RoleClient>,
+    ) -> Result<ElicitResult, ErrorData> {
+        let call = match context.extensions.get::<InboundStreamOrigin>() {
+            Some(InboundStreamOrigin::OutboundRequest(id)) => self.routes.by_request(id).await,
+            _ => None,
+        };
+        let Some(link) = call else {
+            tracing::warn!(server = %self.server, "an MCP server asked for input outside of any tool call's stream; declined");
+            return Ok(ElicitResult::new(ElicitationAction::Decline));
+        };
+        Ok(link.ask(request).await.to_result())
+    }
+
+    async fn on_progress(
+        &self,
+        params: ProgressNotificationParam,
+        _context: NotificationContext<RoleClient>,
+    ) {
+        if let Some(link) = self.routes.by_token(&params.progress_token).await {
+            link.progress(params.progress, params.total, params.message);
+        }
+    }
+}
+
+/// What the client offers every server, in both protocol revisions (in 2026-07-28
+/// the capabilities travel in each request's `_meta`).
+fn client_info() -> ClientConfig {
+    let mut capabilities = ClientCapabilities::default();
+    capabilities.elicitation = Some(
+        ElicitationCapability::new()
+            // The gateway checks the person's answer against the schema itself.
+            .with_form(FormElicitationCapability::new().with_schema_validation(true))
+            .with_url(UrlElicitationCapability::new()),
+    );
+    ClientConfig::new(
+        capabilities,
+        Implementation::new("maitred-gateway", env!("CARGO_PKG_VERSION")),
+    )
 }
 
 type Connection = RunningService<RoleClient, Handler>;
@@ -146,43 +211,69 @@ struct Server {
     config: ServerConfig,
     breaker: Breaker,
     http: AuthedHttp,
-    connection: Mutex<Option<Arc<Connection>>>,
+    connection: Mutex<Option<(Arc<Connection>, Arc<Routes>)>>,
     stale: Arc<AtomicBool>,
 }
 
 impl Server {
     async fn connection(&self) -> Result<Arc<Connection>, String> {
+        Ok(self.connection_and_routes().await?.0)
+    }
+
+    async fn connection_and_routes(&self) -> Result<(Arc<Connection>, Arc<Routes>), String> {
         let mut slot = self.connection.lock().await;
-        if let Some(connection) = slot.as_ref()
+        if let Some((connection, routes)) = slot.as_ref()
             && !connection.is_closed()
         {
-            return Ok(connection.clone());
+            return Ok((connection.clone(), routes.clone()));
         }
+        let routes = Arc::new(Routes::default());
+        let auto = ClientLifecycleMode::Auto {
+            preferred_versions: vec![ProtocolVersion::V_2026_07_28],
+            legacy_version: Some(ProtocolVersion::V_2025_11_25),
+        };
+        let connection = match self.connect(&routes, auto).await? {
+            // A server that knows `server/discover` but speaks only 2025-11-25 says
+            // so instead of not knowing it: it is greeted the 2025-11-25 way.
+            Err(ClientInitializeError::NoCompatibleProtocolVersion {
+                server_supported, ..
+            }) if server_supported.contains(&ProtocolVersion::V_2025_11_25) => self
+                .connect(&routes, ClientLifecycleMode::Initialize)
+                .await?
+                .map_err(|e| format!("{e}"))?,
+            connected => connected.map_err(|e| format!("{e}"))?,
+        };
+        let connection = Arc::new(connection);
+        *slot = Some((connection.clone(), routes.clone()));
+        Ok((connection, routes))
+    }
+
+    /// One attempt to connect, within the server's timeout.
+    async fn connect(
+        &self,
+        routes: &Arc<Routes>,
+        lifecycle: ClientLifecycleMode,
+    ) -> Result<Result<Connection, ClientInitializeError>, String> {
         let transport = StreamableHttpClientTransport::with_client(
             self.http.clone(),
             StreamableHttpClientTransportConfig::with_uri(self.config.url.clone()),
         );
+        let mut info = client_info();
+        if lifecycle == ClientLifecycleMode::Initialize {
+            info.protocol_version = ProtocolVersion::V_2025_11_25;
+        }
         let handler = Handler {
-            info: ClientConfig::new(
-                ClientCapabilities::default(),
-                Implementation::new("maitred-gateway", env!("CARGO_PKG_VERSION")),
-            ),
+            info,
             stale: self.stale.clone(),
+            routes: routes.clone(),
+            server: self.config.name.clone(),
         };
-        let connect = handler.serve_with_lifecycle(
-            transport,
-            ClientLifecycleMode::Auto {
-                preferred_versions: vec![ProtocolVersion::V_2026_07_28],
-                legacy_version: Some(ProtocolVersion::V_2025_11_25),
-            },
-        );
-        let connection = tokio::time::timeout(self.config.timeout, connect)
-            .await
-            .map_err(|_| format!("no answer within {} s", self.config.timeout.as_secs_f64()))?
-            .map_err(|e| format!("{e}"))?;
-        let connection = Arc::new(connection);
-        *slot = Some(connection.clone());
-        Ok(connection)
+        tokio::time::timeout(
+            self.config.timeout,
+            handler.serve_with_lifecycle(transport, lifecycle),
+        )
+        .await
+        .map_err(|_| format!("no answer within {} s", self.config.timeout.as_secs_f64()))
     }
 
     async fn forget_connection(&self) {
@@ -192,6 +283,10 @@ impl Server {
 
 pub struct ToolHub {
     servers: Vec<Arc<Server>>,
+    /// Where a call abandoned mid-way tells its server so.
+    tasks: TaskTracker,
+    /// Development: a server may send the person to an http page on this machine.
+    loopback_http: bool,
     catalogue: RwLock<Arc<Catalogue>>,
     refreshed: Mutex<Option<(Instant, bool)>>,
 }
@@ -203,6 +298,8 @@ impl ToolHub {
         issuer: &Issuer,
         resilience: &Resilience,
         token_requests: Family<TokenFetchLabels, Counter>,
+        tasks: TaskTracker,
+        loopback_http: bool,
     ) -> anyhow::Result<Arc<Self>> {
         let mut servers = Vec::new();
         for config in configs.into_iter().filter(|c| c.enabled) {
@@ -256,6 +353,8 @@ impl ToolHub {
         }
         Ok(Arc::new(Self {
             servers,
+            tasks,
+            loopback_http,
             catalogue: RwLock::new(Arc::new(Catalogue::default())),
             refreshed: Mutex::new(None),
         }))
@@ -424,7 +523,7 @@ impl ToolHub {
                 ));
             }
         };
-        let outcome = Self::call_server(server, tool, arguments, context).await;
+        let outcome = self.call_server(server, tool, arguments, context).await;
         match &outcome {
             CallOutcome::Unavailable(_) => attempt.failed(),
             _ => attempt.succeeded(),
@@ -433,58 +532,198 @@ impl ToolHub {
     }
 
     async fn call_server(
+        &self,
         server: &Server,
         tool: &RegisteredTool,
         arguments: JsonObject,
         context: CallContext<'_>,
     ) -> CallOutcome {
-        let connection = match server.connection().await {
+        let (connection, routes) = match server.connection_and_routes().await {
             Ok(connection) => connection,
             Err(reason) => return CallOutcome::Unavailable(reason),
         };
+        let link = context
+            .link
+            .clone()
+            .allowing_loopback_http(self.loopback_http);
         let mut meta = RequestMetaObject::default();
         meta.insert(END_USER_META.to_owned(), Value::from(context.end_user));
         // One question is one trace: the MCP server continues it (SEP-414).
         meta.set_traceparent(context.traceparent);
         let mut params = CallToolRequestParams::new(tool.tool.clone()).with_arguments(arguments);
         params.meta = Some(meta);
-        let answer =
-            tokio::time::timeout(server.config.timeout, connection.call_tool(params)).await;
-        match answer {
-            Err(_) => CallOutcome::Unavailable(format!(
-                "{} did not answer within {} s",
-                tool.server,
-                server.config.timeout.as_secs_f64()
-            )),
-            Ok(Ok(result)) => {
-                let text: String = result
-                    .content
-                    .iter()
-                    .filter_map(|c| c.as_text().map(|t| t.text.clone()))
-                    .collect::<Vec<_>>()
-                    .join("\n");
-                if result.is_error == Some(true) {
-                    CallOutcome::ToolError(text)
-                } else {
-                    let text = match &result.structured_content {
-                        Some(structured) => structured.to_string(),
-                        None => text,
+        let timeout = server.config.timeout;
+        // The first request, then one more after each round of input (SEP-2322).
+        for round in 0..=MAX_INPUT_ROUNDS {
+            let round_link = link.for_round(u32::try_from(round).unwrap_or(u32::MAX));
+            let sent = self.send_call(connection.peer(), &routes, params.clone(), &round_link);
+            let answer = match link.within(timeout, sent).await {
+                None => {
+                    return CallOutcome::Unavailable(format!(
+                        "{} did not answer within {} s",
+                        tool.server,
+                        timeout.as_secs_f64()
+                    ));
+                }
+                Some(Ok(answer)) => answer,
+                Some(Err(ServiceError::McpError(error))) => {
+                    return CallOutcome::ToolError(format!(
+                        "the tool refused the call: {}",
+                        error.message
+                    ));
+                }
+                Some(Err(error)) => {
+                    server.forget_connection().await;
+                    return CallOutcome::Unavailable(format!("{}: {error}", tool.server));
+                }
+            };
+            match answer {
+                ServerResult::CallToolResult(result) => return completed(result),
+                ServerResult::InputRequiredResult(required) => {
+                    let asked = required
+                        .input_requests
+                        .as_ref()
+                        .is_some_and(|r| !r.is_empty());
+                    let responses = match fulfil(&link, required.input_requests).await {
+                        Ok(responses) => responses,
+                        Err(reason) => return CallOutcome::ToolError(reason),
                     };
-                    CallOutcome::Ok {
-                        text,
-                        structured: result.structured_content,
+                    if !asked {
+                        // Only state to echo: the server is not ready; do not hammer it.
+                        tokio::time::sleep(Duration::from_millis(100)).await;
                     }
+                    params.input_responses = (!responses.is_empty()).then_some(responses);
+                    params.request_state = required.request_state;
+                }
+                ServerResult::CreateTaskResult(_) => {
+                    return CallOutcome::ToolError(format!(
+                        "{} answered with a task, which this gateway does not follow",
+                        tool.server
+                    ));
+                }
+                _ => {
+                    return CallOutcome::ToolError(format!(
+                        "{} answered tools/call with something else than a result",
+                        tool.server
+                    ));
                 }
             }
-            Ok(Err(ServiceError::McpError(error))) => {
-                CallOutcome::ToolError(format!("the tool refused the call: {}", error.message))
-            }
-            Ok(Err(error)) => {
-                server.forget_connection().await;
-                CallOutcome::Unavailable(format!("{}: {error}", tool.server))
-            }
+        }
+        CallOutcome::ToolError(format!(
+            "{} asked for input more than {MAX_INPUT_ROUNDS} times in one call",
+            tool.tool
+        ))
+    }
+
+    /// One `tools/call` request, routed to `link` while it waits: its progress, and
+    /// the requests for input that come on its response stream. Dropped before its
+    /// answer (a timeout, the person's Stop), it tells the server so.
+    async fn send_call(
+        &self,
+        peer: &Peer<RoleClient>,
+        routes: &Arc<Routes>,
+        params: CallToolRequestParams,
+        link: &CallLink,
+    ) -> Result<ServerResult, ServiceError> {
+        let request = ClientRequest::CallToolRequest(CallToolRequest::new(params));
+        let handle = peer
+            .send_request_with_option(request, PeerRequestOptions::no_options())
+            .await?;
+        let _route = routes.add(
+            handle.id.clone(),
+            handle.progress_token.clone(),
+            link.clone(),
+        );
+        let mut abandoned = Abandoned {
+            peer: peer.clone(),
+            id: Some(handle.id.clone()),
+            tasks: self.tasks.clone(),
+        };
+        let answer = handle.await_response().await;
+        abandoned.id = None;
+        answer
+    }
+}
+
+/// A request nobody waits for any more: the server is told (`notifications/cancelled`),
+/// so it stops working on it and stops asking the person.
+struct Abandoned {
+    peer: Peer<RoleClient>,
+    id: Option<RequestId>,
+    tasks: TaskTracker,
+}
+
+impl Drop for Abandoned {
+    fn drop(&mut self) {
+        let Some(id) = self.id.take() else { return };
+        // Dropped outside a runtime (a process going down): nobody to tell.
+        let Ok(runtime) = tokio::runtime::Handle::try_current() else {
+            return;
+        };
+        let peer = self.peer.clone();
+        self.tasks.spawn_on(
+            async move {
+                let notice = CancelledNotificationParam::new(
+                    Some(id),
+                    Some("the person's answer no longer waits for it".to_owned()),
+                );
+                let _ = peer.notify_cancelled(notice).await;
+            },
+            &runtime,
+        );
+    }
+}
+
+/// What a call's result is for the model.
+fn completed(result: CallToolResult) -> CallOutcome {
+    let text: String = result
+        .content
+        .iter()
+        .filter_map(|c| c.as_text().map(|t| t.text.clone()))
+        .collect::<Vec<_>>()
+        .join("\n");
+    if result.is_error == Some(true) {
+        CallOutcome::ToolError(text)
+    } else {
+        let text = match &result.structured_content {
+            Some(structured) => structured.to_string(),
+            None => text,
+        };
+        CallOutcome::Ok {
+            text,
+            structured: result.structured_content,
         }
     }
+}
+
+/// Answers a round's requests (SEP-2322), one at a time, so the person sees one
+/// question after the other. Sampling and roots are not offered.
+async fn fulfil(
+    link: &CallLink,
+    requests: Option<InputRequests>,
+) -> Result<InputResponses, String> {
+    let mut responses = InputResponses::new();
+    for (key, request) in requests.unwrap_or_default() {
+        let response = match request {
+            InputRequest::Elicitation(request) => {
+                serde_json::to_value(link.ask(request.params).await.to_result())
+            }
+            InputRequest::CreateMessage(_) => {
+                return Err(
+                    "the tool asked the gateway to sample a model, which it does not offer"
+                        .to_owned(),
+                );
+            }
+            _ => {
+                return Err(
+                    "the tool asked for an input this gateway does not offer (only the person's)"
+                        .to_owned(),
+                );
+            }
+        };
+        responses.insert(key, response.map_err(|e| e.to_string())?);
+    }
+    Ok(responses)
 }
 
 /// `getCustomerById` → "Get customer by id".

@@ -4,7 +4,10 @@
 pub mod breaker;
 mod http;
 mod hub;
+pub mod interaction;
 pub mod policy;
+mod routes;
 pub mod schema;
 
 pub use hub::{CallContext, CallOutcome, Catalogue, InvalidArguments, RegisteredTool, ToolHub};
+pub use interaction::{AskKind, CallEvent, CallLink, InputAsk, InputReply, Progress};

@@ -22,7 +22,7 @@ from mcp.shared._httpx_utils import create_mcp_http_client
 EXPECTED_TOOLS = [
     "getCustomers", "getCustomerById", "getFeedback", "getFeedbackById", "getOpeningHours",
     "getOpeningHoursById", "getTables", "getBookings", "getBookingById", "getAvailableDates",
-    "getAvailableTimes", "createBooking", "updateBooking", "addBookingNote",
+    "getAvailableTimes", "findAvailability", "createBooking", "updateBooking", "addBookingNote",
 ]
 
 # Client mode per revision: "legacy" is the initialize handshake with a session;
@@ -45,7 +45,7 @@ async def exercise(url: str, token: str, revision: str, guest: str) -> None:
 
             tools = (await client.list_tools()).tools
             names = [t.name for t in tools]
-            check(revision, "lists the 14 tools in their fixed order", names == EXPECTED_TOOLS, names)
+            check(revision, "lists the 15 tools in their fixed order", names == EXPECTED_TOOLS, names)
             check(revision, "every tool has an output schema", all(t.output_schema for t in tools))
 
             # The SDK validates structuredContent against each tool's output schema.

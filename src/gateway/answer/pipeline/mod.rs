@@ -4,8 +4,10 @@
 //!
 //! resolve (the name is in the catalogue) → permission: budget and role policy →
 //! validate (the arguments fit the tool's input schema) → permission: approval →
-//! call (the server's circuit breaker and timeout, inside the tool hub) → summarise.
+//! call (the server's circuit breaker and timeout, inside the tool hub; its progress
+//! and requests for the person's input served meanwhile, `interact.rs`) → summarise.
 
+mod interact;
 mod permission;
 pub(super) mod summarise;
 
@@ -20,7 +22,7 @@ use super::{Answer, Answerer, Stop};
 use crate::gateway::chat::events::ToolStatus;
 use crate::gateway::ids::{PartId, ToolCallId};
 use crate::gateway::llm::ToolCall;
-use crate::gateway::tools::{CallContext, Catalogue, InvalidArguments, RegisteredTool};
+use crate::gateway::tools::{CallContext, CallLink, Catalogue, InvalidArguments, RegisteredTool};
 
 use super::ports::StoreResult;
 
@@ -108,11 +110,16 @@ impl Answerer {
                 return Ok(refusal.tell_model());
             }
         }
+        let (link, events) = CallLink::new();
+        let traceparent = answer.trace.header_value();
         let context = CallContext {
             end_user: answer.user.subject.as_str(),
-            traceparent: &answer.trace.header_value(),
+            traceparent: &traceparent,
+            link: &link,
         };
-        let outcome = self.tools.call(&tool, arguments, context).await;
+        let call = self.tools.call(&tool, arguments, context);
+        let outcome =
+            interact::converse(answer, self.inputs.as_ref(), &shown, call, events).await?;
         let summarised = summarise::outcome(outcome, self.limits.tool_output_cap);
         recorder
             .call_finished(started, summarised.status, &summarised.summary)

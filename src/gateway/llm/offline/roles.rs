@@ -19,7 +19,8 @@ pub(super) enum Role {
     Id,
     Choice,
     Date(Side),
-    Time,
+    /// A clock time; a window's two ends (`fromTime`, `toTime`) have a side.
+    Time(Side),
     Email,
     Phone,
     PersonName,
@@ -61,7 +62,9 @@ pub(super) fn role(p: &Property) -> Role {
         _ if string && fields::is_sort_param(&p.name) => Role::Sort,
         _ if string && format == "date-time" => Role::Other,
         _ if string && (format == "date" || has("date") || has("day")) => Role::Date(side(&words)),
-        _ if string && (format == "time" || has("time") || is_clock_pattern(p)) => Role::Time,
+        _ if string && (format == "time" || has("time") || is_clock_pattern(p)) => {
+            Role::Time(side(&words))
+        }
         _ if string && (format == "email" || has("email") || has("mail")) => Role::Email,
         _ if string && (has("phone") || has("mobile") || has("tel")) => Role::Phone,
         _ if string && (has("name") || has("fullname")) => Role::PersonName,

@@ -191,7 +191,13 @@ fn value_for(prop: &Property, role: &Role, facts: &Facts) -> Option<Value> {
     match role {
         Role::Id => facts.ids.first().map(text),
         Role::Choice => choose(&prop.values, facts).map(Value::String),
-        Role::Time => facts.times.first().map(text),
+        // "between 18:00 and 20:00": the window's end is the last time named, and only
+        // when two were named, so one time is never both ends.
+        Role::Time(Side::To) => (facts.times.len() > 1)
+            .then(|| facts.times.last())
+            .flatten()
+            .map(text),
+        Role::Time(_) => facts.times.first().map(text),
         Role::Email => facts.emails.first().map(text),
         Role::Phone => facts.phones.first().map(text),
         Role::PersonName => facts.person.as_ref().map(text),
