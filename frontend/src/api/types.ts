@@ -20,11 +20,16 @@ export type {
   DoneEvent,
   ErrorEvent,
   FinishReason,
+  InputAction,
+  InputMode,
+  InputRequiredEvent,
+  InputResolvedEvent,
   MetaEvent,
   StoredMessage,
   StoredToolCall,
   TokenEvent,
   ToolCallEvent,
+  ToolProgressEvent,
   ToolResultEvent,
   ToolResultStatus,
   UsageEvent,
@@ -33,14 +38,15 @@ import type {
   ApprovalRequiredEvent,
   DoneEvent,
   ErrorEvent,
+  InputRequiredEvent,
+  InputResolvedEvent,
   MetaEvent,
   TokenEvent,
   ToolCallEvent,
+  ToolProgressEvent,
   ToolResultEvent,
   UsageEvent,
 } from "./generated";
-import type { InputRequiredEvent, InputResolvedEvent, ToolProgressEvent } from "../chat/inputEvents";
-export type { InputAction, InputMode, InputRequiredEvent, InputResolvedEvent, ToolProgressEvent } from "../chat/inputEvents";
 
 /** The gateway's error envelope. */
 export interface ErrorBody {
