@@ -109,6 +109,7 @@ export function recorded(page) {
     texts: window.__e2e.texts.slice(),
     streaming: window.__e2e.streaming.slice(),
     statuses: { ...window.__e2e.statuses },
+    progress: window.__e2e.progress.slice(),
   }));
 }
 
@@ -145,8 +146,8 @@ export function diagnosed(get, body) {
 const RECORDER = `
 (() => {
   const state = {
-    texts: [], streaming: [], statuses: {},
-    reset() { this.texts.length = 0; this.streaming.length = 0; this.statuses = {}; },
+    texts: [], streaming: [], statuses: {}, progress: [],
+    reset() { this.texts.length = 0; this.streaming.length = 0; this.statuses = {}; this.progress.length = 0; },
   };
   window.__e2e = state;
   const seen = (list, value) => { if (list[list.length - 1] !== value) list.push(value); };
@@ -174,12 +175,18 @@ const RECORDER = `
           const list = (state.statuses[card.getAttribute('data-tool') || '?'] ||= []);
           seen(list, card.getAttribute('data-status'));
         }
+        // A tool's progress bar: every value it showed, as "now/max" (or "?" without a total).
+        for (const bar of last.querySelectorAll('[role="progressbar"]')) {
+          const now = bar.getAttribute('aria-valuenow');
+          seen(state.progress, now === null ? '?' : now + '/' + bar.getAttribute('aria-valuemax'));
+        }
         const text = last.querySelector('[data-testid="assistant-text"]');
         if (text && text.textContent) seen(state.texts, text.textContent);
       }
     }).observe(document.documentElement, {
       subtree: true, childList: true, characterData: true,
-      attributes: true, attributeOldValue: true, attributeFilter: ['data-streaming', 'data-status'],
+      attributes: true, attributeOldValue: true,
+      attributeFilter: ['data-streaming', 'data-status', 'aria-valuenow'],
     });
   };
   if (document.documentElement) observe(); else document.addEventListener('DOMContentLoaded', observe);

@@ -1,4 +1,4 @@
-import type { AuthStatus, Conversation, ConversationSummary, ErrorBody } from "./types";
+import type { AuthStatus, Conversation, ConversationSummary, ErrorBody, InputAction } from "./types";
 
 /** An answer from the gateway that was not a success, with what the UI needs to react. */
 export class HttpError extends Error {
@@ -8,6 +8,8 @@ export class HttpError extends Error {
     message: string,
     /** Seconds, from `Retry-After` (429, 503). */
     readonly retryAfter?: number,
+    /** The error envelope's `details`, when it had any (e.g. a 400's `problems`). */
+    readonly details?: unknown,
   ) {
     super(message);
     this.name = "HttpError";
@@ -42,7 +44,7 @@ export async function errorFromResponse(response: Response): Promise<HttpError> 
   const retryAfter = header !== null && /^\d+$/.test(header.trim()) ? Number(header) : undefined;
   const message =
     body.message ?? FALLBACK_MESSAGES[response.status] ?? `The request failed (HTTP ${response.status}).`;
-  return new HttpError(response.status, body.code ?? "HTTP_ERROR", message, retryAfter);
+  return new HttpError(response.status, body.code ?? "HTTP_ERROR", message, retryAfter, body.details);
 }
 
 /** Calls the gateway with the session cookie; writes carry the CSRF token. */
@@ -104,6 +106,13 @@ export class Api {
     const body: { approve: boolean; remember_minutes?: number } = { approve };
     if (approve && rememberMinutes > 0) body.remember_minutes = rememberMinutes;
     await this.write("POST", `/api/v1/resos/chat/approvals/${encodeURIComponent(approvalId)}`, body);
+  }
+
+  /** Answers a tool's request for input; a 400's `details.problems` say what to fix. */
+  async answerInput(inputId: string, action: InputAction, content?: Record<string, unknown>): Promise<void> {
+    const body: { action: InputAction; content?: Record<string, unknown> } = { action };
+    if (action === "accept" && content !== undefined) body.content = content;
+    await this.write("POST", `/api/v1/resos/chat/inputs/${encodeURIComponent(inputId)}`, body);
   }
 
   async logout(): Promise<void> {

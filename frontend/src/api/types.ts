@@ -20,11 +20,16 @@ export type {
   DoneEvent,
   ErrorEvent,
   FinishReason,
+  InputAction,
+  InputMode,
+  InputRequiredEvent,
+  InputResolvedEvent,
   MetaEvent,
   StoredMessage,
   StoredToolCall,
   TokenEvent,
   ToolCallEvent,
+  ToolProgressEvent,
   ToolResultEvent,
   ToolResultStatus,
   UsageEvent,
@@ -33,9 +38,12 @@ import type {
   ApprovalRequiredEvent,
   DoneEvent,
   ErrorEvent,
+  InputRequiredEvent,
+  InputResolvedEvent,
   MetaEvent,
   TokenEvent,
   ToolCallEvent,
+  ToolProgressEvent,
   ToolResultEvent,
   UsageEvent,
 } from "./generated";
@@ -54,6 +62,9 @@ export type ChatEvent =
   | { type: "token"; data: TokenEvent }
   | { type: "tool_call"; data: ToolCallEvent }
   | { type: "approval_required"; data: ApprovalRequiredEvent }
+  | { type: "input_required"; data: InputRequiredEvent }
+  | { type: "input_resolved"; data: InputResolvedEvent }
+  | { type: "tool_progress"; data: ToolProgressEvent }
   | { type: "tool_result"; data: ToolResultEvent }
   | { type: "usage"; data: UsageEvent }
   | { type: "error"; data: ErrorEvent }

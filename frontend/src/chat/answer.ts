@@ -6,6 +6,8 @@ import type {
   Conversation,
   ErrorEvent,
   FinishReason,
+  InputAction,
+  InputMode,
   StoredMessage,
   StoredToolCall,
   UsageEvent,
@@ -19,6 +21,31 @@ export interface Approval {
   problem?: string;
 }
 
+/** A tool's request for the person's input, shown on its card while it is open. */
+export interface InputRequest {
+  id: string;
+  mode: InputMode;
+  /** Untrusted text from the MCP server. */
+  message: string;
+  schema?: unknown;
+  url?: string;
+  expiresAt: string;
+  /** `closed`: answered (here or in another tab), expired, or gone with its tool call. */
+  state: "open" | "sending" | "closed";
+  /** How it was answered, once known. */
+  outcome?: InputAction;
+  /** The gateway's `problems` with the last answer sent: the request stays open. */
+  problems?: string[];
+  /** Why the last answer did not go through (not a problem with a field). */
+  problem?: string;
+}
+
+export interface ToolProgress {
+  progress: number;
+  total?: number;
+  message?: string;
+}
+
 export interface ToolView {
   id: string;
   server: string;
@@ -29,6 +56,9 @@ export interface ToolView {
   durationMs?: number;
   summary?: string;
   approval?: Approval;
+  input?: InputRequest;
+  /** The tool's latest progress report, until its result comes. */
+  progress?: ToolProgress;
   /** Ended by a stop or a restart rather than by its own result (shown as an error). */
   stopped?: boolean;
 }
@@ -46,6 +76,11 @@ export interface Answer {
   usage: UsageEvent | null;
   /** Text after a tool call starts a new paragraph, as the stored rows do. */
   afterTool: boolean;
+  /**
+   * Requests for input already answered, by id: a replayed `input_required` (after a
+   * reconnect or a reload) for one of them must not open its form again.
+   */
+  resolvedInputs: Record<string, InputAction>;
 }
 
 export type Turn =
@@ -64,11 +99,90 @@ export function emptyAnswer(messageId: string | null = null): Answer {
     error: null,
     usage: null,
     afterTool: false,
+    resolvedInputs: {},
   };
 }
 
 function updateTool(answer: Answer, id: string, change: (tool: ToolView) => ToolView): ToolView[] {
   return answer.tools.map((tool) => (tool.id === id ? change(tool) : tool));
+}
+
+const isActive = (tool: ToolView): boolean => tool.status === "running" || tool.status === "waiting";
+
+const inputOpen = (tool: ToolView): boolean => tool.input !== undefined && tool.input.state !== "closed";
+
+const pendingApproval = (tool: ToolView): boolean =>
+  tool.approval !== undefined && (tool.approval.decision === "pending" || tool.approval.decision === "sending");
+
+/**
+ * A call that asks for input or reports progress is running, so an approval it waited
+ * for was granted. The stream has no event of its own for that: without this, an
+ * answer watched again from its start (a reload) would ask to approve it once more.
+ */
+function runningNow(tool: ToolView): ToolView {
+  return tool.approval && pendingApproval(tool) ? { ...tool, approval: { ...tool.approval, decision: "approved" } } : tool;
+}
+
+/** The tool's card once its request for input no longer waits: open requests close without an outcome. */
+function closeInput(tool: ToolView): InputRequest | undefined {
+  return tool.input && tool.input.state !== "closed" ? { ...tool.input, state: "closed" } : tool.input;
+}
+
+function inputRequired(answer: Answer, event: Extract<ChatEvent, { type: "input_required" }>["data"]): Answer {
+  const resolved = answer.resolvedInputs[event.id];
+  const input: InputRequest = {
+    id: event.id,
+    mode: event.mode,
+    message: event.message,
+    expiresAt: event.expires_at,
+    state: resolved ? "closed" : "open",
+  };
+  if (event.schema !== undefined && event.schema !== null) input.schema = event.schema;
+  if (typeof event.url === "string") input.url = event.url;
+  if (resolved) input.outcome = resolved;
+  const existing = answer.tools.find((t) => t.id === event.tool_call_id);
+  if (!existing) {
+    const { server, tool } = event;
+    return {
+      ...answer,
+      afterTool: true,
+      tools: [
+        ...answer.tools,
+        {
+          id: event.tool_call_id,
+          server,
+          tool,
+          title: titleFromToolName(tool),
+          arguments: {},
+          status: resolved ? "running" : "waiting",
+          input,
+        },
+      ],
+    };
+  }
+  // Shown once: a replay of the same request keeps what the person has done with it.
+  if (existing.input?.id === event.id || !isActive(existing)) return answer;
+  return {
+    ...answer,
+    tools: updateTool(answer, existing.id, (t) => ({ ...runningNow(t), status: resolved ? "running" : "waiting", input })),
+  };
+}
+
+function inputResolved(answer: Answer, event: Extract<ChatEvent, { type: "input_resolved" }>["data"]): Answer {
+  const resolvedInputs = { ...answer.resolvedInputs, [event.id]: event.action };
+  return {
+    ...answer,
+    resolvedInputs,
+    tools: answer.tools.map((t) =>
+      t.input?.id === event.id
+        ? {
+            ...t,
+            status: t.status === "waiting" && !pendingApproval(t) ? "running" : t.status,
+            input: { ...t.input, state: "closed", outcome: event.action, problems: undefined, problem: undefined },
+          }
+        : t,
+    ),
+  };
 }
 
 export function applyEvent(answer: Answer, event: ChatEvent): Answer {
@@ -112,6 +226,22 @@ export function applyEvent(answer: Answer, event: ChatEvent): Answer {
       }
       return { ...answer, tools: updateTool(answer, id, (t) => ({ ...t, status: "waiting", approval })) };
     }
+    case "input_required":
+      return inputRequired(answer, event.data);
+    case "input_resolved":
+      return inputResolved(answer, event.data);
+    case "tool_progress": {
+      const { id, progress, total, message } = event.data;
+      const report: ToolProgress = { progress };
+      if (typeof total === "number" && total > 0) report.total = total;
+      if (typeof message === "string" && message !== "") report.message = message;
+      return {
+        ...answer,
+        tools: updateTool(answer, id, (t) =>
+          isActive(t) ? { ...runningNow(t), status: inputOpen(t) ? "waiting" : "running", progress: report } : t,
+        ),
+      };
+    }
     case "tool_result":
       return {
         ...answer,
@@ -120,6 +250,8 @@ export function applyEvent(answer: Answer, event: ChatEvent): Answer {
           status: event.data.status,
           durationMs: event.data.duration_ms,
           summary: event.data.summary,
+          progress: undefined,
+          input: closeInput(t),
           approval:
             t.approval && t.approval.decision !== "approved" && t.approval.decision !== "denied"
               ? { ...t.approval, decision: event.data.status === "denied" ? "denied" : "approved" }
@@ -137,8 +269,15 @@ export function applyEvent(answer: Answer, event: ChatEvent): Answer {
         finish: event.data.finish_reason,
         // A call still open when the answer ends will not finish any more.
         tools: answer.tools.map((t) =>
-          t.status === "running" || t.status === "waiting"
-            ? { ...t, status: "error", stopped: true, summary: t.summary ?? "Stopped before it finished." }
+          isActive(t)
+            ? {
+                ...t,
+                status: "error",
+                stopped: true,
+                summary: t.summary ?? "Stopped before it finished.",
+                progress: undefined,
+                input: closeInput(t),
+              }
             : t,
         ),
       };
@@ -149,6 +288,21 @@ export function setApproval(answer: Answer, toolId: string, change: Partial<Appr
   return {
     ...answer,
     tools: updateTool(answer, toolId, (t) => (t.approval ? { ...t, approval: { ...t.approval, ...change } } : t)),
+  };
+}
+
+/** Changes the request for input with this id, wherever it is; a request since replaced is left alone. */
+export function setInput(answer: Answer, inputId: string, change: Partial<InputRequest>): Answer {
+  if (!answer.tools.some((t) => t.input?.id === inputId)) return answer;
+  return {
+    ...answer,
+    tools: answer.tools.map((t) => {
+      if (t.input?.id !== inputId) return t;
+      const input = { ...t.input, ...change };
+      // Answered here: the call goes on (its `input_resolved` will say the same).
+      const status = input.state === "closed" && t.status === "waiting" && !pendingApproval(t) ? "running" : t.status;
+      return { ...t, status, input };
+    }),
   };
 }
 

@@ -3,10 +3,20 @@
 
 import { useCallback, useEffect, useLayoutEffect, useMemo, useReducer, useRef } from "react";
 import { HttpError, type Api } from "../api/http";
-import type { ChatEvent, ErrorEvent } from "../api/types";
-import { applyEvent, emptyAnswer, setApproval, turnsFromConversation, type Approval, type Turn } from "./answer";
+import type { ChatEvent, ErrorEvent, InputAction } from "../api/types";
+import {
+  applyEvent,
+  emptyAnswer,
+  setApproval,
+  setInput,
+  turnsFromConversation,
+  type Approval,
+  type InputRequest,
+  type Turn,
+} from "./answer";
 import { AnswerStream, type AnswerStreamOptions } from "./answerStream";
 import { failureFromError, failureFromEvent, type Failure } from "./failure";
+import { problemsOf } from "./inputProblems";
 
 export interface ChatState {
   conversationId: string | null;
@@ -27,6 +37,7 @@ type Action =
   | { type: "ended"; key: string }
   | { type: "unsent"; userKey: string; answerKey: string }
   | { type: "approval"; key: string; toolId: string; change: Partial<Approval> }
+  | { type: "input"; key: string; inputId: string; change: Partial<InputRequest> }
   | { type: "reconnecting"; value: boolean }
   | { type: "failure"; failure: Failure | null };
 
@@ -80,6 +91,14 @@ function reducer(state: ChatState, action: Action): ChatState {
           answer: setApproval(t.answer, action.toolId, action.change),
         })),
       };
+    case "input":
+      return {
+        ...state,
+        turns: mapAnswer(state.turns, action.key, (t) => ({
+          ...t,
+          answer: setInput(t.answer, action.inputId, action.change),
+        })),
+      };
     case "reconnecting":
       return { ...state, reconnecting: action.value };
     case "failure":
@@ -106,6 +125,8 @@ export interface Chat {
   retry: () => void;
   dismiss: () => void;
   decide: (toolId: string, approve: boolean, rememberMinutes: number) => void;
+  /** Answers a tool's request for input (`content` with `accept` of a form). */
+  answerInput: (inputId: string, action: InputAction, content?: Record<string, unknown>) => void;
 }
 
 export function useChat(api: Api, callbacks: ChatCallbacks, streamOptions: Partial<AnswerStreamOptions> = {}): Chat {
@@ -321,10 +342,38 @@ export function useChat(api: Api, callbacks: ChatCallbacks, streamOptions: Parti
     [api, state.turns],
   );
 
+  const answerInput = useCallback(
+    (inputId: string, action: InputAction, content?: Record<string, unknown>) => {
+      const key = state.turns.find(
+        (t) => t.kind === "assistant" && t.answer.tools.some((tool) => tool.input?.id === inputId),
+      )?.key;
+      if (!key) return;
+      const change = (c: Partial<InputRequest>): void => dispatch({ type: "input", key, inputId, change: c });
+      change({ state: "sending", problems: undefined, problem: undefined });
+      api.answerInput(inputId, action, content).then(
+        () => change({ state: "closed", outcome: action }),
+        (error: unknown) => {
+          if (error instanceof HttpError && error.status === 404) {
+            change({
+              state: "closed",
+              problem: "This request is no longer open: it was already answered, it expired, or it is not yours.",
+            });
+            return;
+          }
+          const problems = problemsOf(error);
+          const problem = error instanceof Error ? error.message : String(error);
+          // Still open at the server: the form stays, with what to fix.
+          change({ state: "open", problems, problem: problems.length > 0 ? undefined : problem });
+        },
+      );
+    },
+    [api, state.turns],
+  );
+
   const streaming = state.turns.some((t) => t.kind === "assistant" && t.answer.streaming);
 
   return useMemo(
-    () => ({ state, streaming, open, ask, stop, retry, dismiss, decide }),
-    [state, streaming, open, ask, stop, retry, dismiss, decide],
+    () => ({ state, streaming, open, ask, stop, retry, dismiss, decide, answerInput }),
+    [state, streaming, open, ask, stop, retry, dismiss, decide, answerInput],
   );
 }

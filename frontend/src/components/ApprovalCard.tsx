@@ -1,21 +1,8 @@
-import { useEffect, useId, useState, type ReactElement } from "react";
+import { useId, useState, type ReactElement } from "react";
 import type { Approval } from "../chat/answer";
+import { formatMinutesSeconds, useSecondsLeft } from "../hooks/useSecondsLeft";
 
 export const REMEMBER_CHOICES = [0, 5, 10, 30] as const;
-
-function secondsLeft(expiresAt: string): number | null {
-  const at = Date.parse(expiresAt);
-  return Number.isNaN(at) ? null : Math.max(0, Math.round((at - Date.now()) / 1000));
-}
-
-function useSecondsLeft(expiresAt: string): number | null {
-  const [left, setLeft] = useState(() => secondsLeft(expiresAt));
-  useEffect(() => {
-    const timer = setInterval(() => setLeft(secondsLeft(expiresAt)), 1000);
-    return () => clearInterval(timer);
-  }, [expiresAt]);
-  return left;
-}
 
 /** What the call will do, in full: the person approves these values, not a summary. */
 function CallArguments({ value }: { value: unknown }): ReactElement | null {
@@ -63,7 +50,7 @@ export function ApprovalCard({
         <p className="approval-expiry">
           {expired
             ? "The time to answer is up; it counts as denied."
-            : `Denied automatically in ${Math.floor(left / 60)}:${String(left % 60).padStart(2, "0")}.`}
+            : `Denied automatically in ${formatMinutesSeconds(left)}.`}
         </p>
       )}
       {approval.problem && (

@@ -97,6 +97,7 @@ export function ChatShell({
   const answerModel = lastAnswer?.kind === "assistant" ? lastAnswer.answer.model : null;
   const offline = (answerModel ?? model) === OFFLINE_MODEL;
   const live = lastAnswer?.kind === "assistant" ? lastAnswer : null;
+  const asking = live?.answer.tools.find((t) => t.input?.state === "open");
 
   return (
     <div className="app" data-drawer={drawerOpen ? "open" : "closed"}>
@@ -151,6 +152,7 @@ export function ChatShell({
           turns={chat.state.turns}
           loading={chat.state.loading}
           onDecide={chat.decide}
+          onAnswerInput={chat.answerInput}
           onSuggest={chat.ask}
         />
         <div className="composer-area">
@@ -170,6 +172,8 @@ export function ChatShell({
         answerKey={live?.key ?? null}
         text={live?.kind === "assistant" ? live.answer.text : ""}
         streaming={live?.kind === "assistant" ? live.answer.streaming : false}
+        noticeKey={asking?.input?.id ?? null}
+        notice={asking?.input ? `${asking.title} needs your input: ${asking.input.message}` : ""}
       />
     </div>
   );

@@ -1,5 +1,5 @@
 import type { ReactElement } from "react";
-import { OFFLINE_MODEL } from "../api/types";
+import { OFFLINE_MODEL, type InputAction } from "../api/types";
 import type { Answer } from "../chat/answer";
 import { Markdown } from "./Markdown";
 import { ToolCard } from "./ToolCard";
@@ -21,9 +21,11 @@ const FINISH_NOTES: Partial<Record<NonNullable<Answer["finish"]>, string>> = {
 export function AssistantMessage({
   answer,
   onDecide,
+  onAnswerInput,
 }: {
   answer: Answer;
   onDecide?: (toolId: string, approve: boolean, rememberMinutes: number) => void;
+  onAnswerInput?: (inputId: string, action: InputAction, content?: Record<string, unknown>) => void;
 }): ReactElement {
   const thinking = answer.streaming && answer.text === "" && answer.tools.every((t) => t.status !== "running" && t.status !== "waiting");
   const note = answer.finish ? FINISH_NOTES[answer.finish] : undefined;
@@ -48,6 +50,7 @@ export function AssistantMessage({
               key={tool.id}
               tool={tool}
               onDecide={onDecide ? (approve, minutes) => onDecide(tool.id, approve, minutes) : undefined}
+              onAnswerInput={onAnswerInput}
             />
           ))}
         </div>

@@ -1,8 +1,11 @@
 import { useEffect, useId, useState, type ReactElement } from "react";
-import type { ToolStatus, ToolView } from "../chat/answer";
+import type { InputAction } from "../api/types";
+import type { InputRequest, ToolStatus, ToolView } from "../chat/answer";
 import { ApprovalCard } from "./ApprovalCard";
 import { formatArguments, formatDuration } from "./format";
 import { AlertIcon, BanIcon, CheckIcon, ChevronIcon, ClockIcon, PlugIcon } from "./icons";
+import { InputCard } from "./InputCard";
+import { ToolProgressBar } from "./ToolProgressBar";
 
 const STATUS_LABELS: Record<ToolStatus, string> = {
   running: "Running",
@@ -30,6 +33,21 @@ function StatusIcon({ status }: { status: ToolStatus }): ReactElement {
   }
 }
 
+/** What became of a request for input, once it no longer waits (none: the call ended first). */
+function inputOutcome(input: InputRequest): string | null {
+  if (input.problem) return input.problem;
+  switch (input.outcome) {
+    case "accept":
+      return input.mode === "url" ? "You opened the link and said you were done." : "You sent the details asked for.";
+    case "decline":
+      return "You declined the request for input.";
+    case "cancel":
+      return "The request for input was cancelled.";
+    default:
+      return null;
+  }
+}
+
 /** Time since the card appeared, while the call runs (the server's figure replaces it). */
 function useElapsed(running: boolean): number {
   const [started] = useState(() => Date.now());
@@ -45,9 +63,11 @@ function useElapsed(running: boolean): number {
 export function ToolCard({
   tool,
   onDecide,
+  onAnswerInput,
 }: {
   tool: ToolView;
   onDecide?: (approve: boolean, rememberMinutes: number) => void;
+  onAnswerInput?: (inputId: string, action: InputAction, content?: Record<string, unknown>) => void;
 }): ReactElement {
   const [open, setOpen] = useState(false);
   const detailsId = useId();
@@ -57,6 +77,9 @@ export function ToolCard({
   const approval = tool.approval;
   const label = tool.stopped ? "Stopped" : STATUS_LABELS[tool.status];
   const asking = approval && tool.status === "waiting" && (approval.decision === "pending" || approval.decision === "sending");
+  const input = tool.input;
+  const outcome = input && input.state === "closed" ? inputOutcome(input) : null;
+  const active = running || tool.status === "waiting";
 
   return (
     <article
@@ -94,6 +117,20 @@ export function ToolCard({
       )}
       {approval && !asking && approval.decision !== "pending" && (
         <p className="tool-decision">{approval.decision === "denied" ? "You denied this call." : "You approved this call."}</p>
+      )}
+      {tool.progress && active && <ToolProgressBar title={tool.title} progress={tool.progress} />}
+      {input && input.state !== "closed" && onAnswerInput && (
+        <InputCard
+          key={input.id}
+          title={tool.title}
+          input={input}
+          onAnswer={(action, content) => onAnswerInput(input.id, action, content)}
+        />
+      )}
+      {outcome && (
+        <p className="tool-decision" role="status" data-testid="input-outcome" data-outcome={input?.outcome ?? "gone"}>
+          {outcome}
+        </p>
       )}
       {open && (
         <div className="tool-details" id={detailsId} data-testid="tool-card-details">

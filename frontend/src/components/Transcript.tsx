@@ -1,4 +1,5 @@
 import { useEffect, useLayoutEffect, useRef, type ReactElement } from "react";
+import type { InputAction } from "../api/types";
 import type { Turn } from "../chat/answer";
 import { AssistantMessage, UserMessage } from "./Message";
 
@@ -13,11 +14,13 @@ export function Transcript({
   turns,
   loading,
   onDecide,
+  onAnswerInput,
   onSuggest,
 }: {
   turns: Turn[];
   loading: boolean;
   onDecide: (toolId: string, approve: boolean, rememberMinutes: number) => void;
+  onAnswerInput: (inputId: string, action: InputAction, content?: Record<string, unknown>) => void;
   onSuggest: (question: string) => void;
 }): ReactElement {
   const scroller = useRef<HTMLDivElement>(null);
@@ -63,7 +66,7 @@ export function Transcript({
           turn.kind === "user" ? (
             <UserMessage key={turn.key} text={turn.text} unsent={turn.unsent} />
           ) : (
-            <AssistantMessage key={turn.key} answer={turn.answer} onDecide={onDecide} />
+            <AssistantMessage key={turn.key} answer={turn.answer} onDecide={onDecide} onAnswerInput={onAnswerInput} />
           ),
         )}
       </div>

@@ -1,0 +1,64 @@
+import { useEffect, useRef, type ReactElement } from "react";
+import type { InputAction } from "../api/types";
+import type { InputRequest } from "../chat/answer";
+import { formatMinutesSeconds, useSecondsLeft } from "../hooks/useSecondsLeft";
+import { InputForm } from "./InputForm";
+import { InputLink } from "./InputLink";
+
+const FOCUSABLE = "input:not([disabled]), select:not([disabled]), button:not([disabled])";
+
+/**
+ * A tool asks the person something mid-call: its message, the time left to answer, and
+ * a form (or a link to visit). The message is the MCP server's text, shown as text.
+ */
+export function InputCard({
+  title,
+  input,
+  onAnswer,
+}: {
+  title: string;
+  input: InputRequest;
+  onAnswer: (action: InputAction, content?: Record<string, unknown>) => void;
+}): ReactElement {
+  const card = useRef<HTMLElement>(null);
+  const left = useSecondsLeft(input.expiresAt);
+  const expired = left === 0;
+  const busy = input.state === "sending";
+
+  // The request appears: the person's attention goes to it (the announcer says why).
+  // A field the form itself chose (one the server named) keeps it.
+  useEffect(() => {
+    const el = card.current;
+    if (el && !el.contains(document.activeElement)) el.querySelector<HTMLElement>(FOCUSABLE)?.focus();
+  }, []);
+
+  return (
+    <section
+      ref={card}
+      className="input-card"
+      data-testid="input-card"
+      data-mode={input.mode}
+      data-state={input.state}
+      aria-label={`Input needed: ${title}`}
+    >
+      <p className="input-message" data-testid="input-message">
+        {input.message}
+      </p>
+      {left !== null && (
+        <p className="input-expiry" data-testid="input-expiry">
+          {expired ? "The time to answer is up." : `Closes in ${formatMinutesSeconds(left)}.`}
+        </p>
+      )}
+      {input.problem && (
+        <p className="form-problem" role="alert" data-testid="input-problem">
+          {input.problem}
+        </p>
+      )}
+      {input.mode === "url" ? (
+        <InputLink url={input.url} expired={expired} busy={busy} onAnswer={(action) => onAnswer(action)} />
+      ) : (
+        <InputForm input={input} expired={expired} onAnswer={onAnswer} />
+      )}
+    </section>
+  );
+}
