@@ -109,7 +109,7 @@ pub(crate) async fn idle_streams(stack: &mut Stack, options: &Options) -> anyhow
 
 /// Opens a question whose answer never comes; returns once its `meta` arrived, with
 /// the body still open.
-async fn open_idle(
+pub(crate) async fn open_idle(
     http: &reqwest::Client,
     url: &str,
     token: &str,

@@ -274,6 +274,26 @@ pub(crate) fn cpu_time(pid: u32) -> anyhow::Result<Duration> {
     Ok(Duration::from_secs_f64(total as f64 / clock_ticks() as f64))
 }
 
+/// Time a process's threads have spent on a CPU, in nanoseconds: the first field of
+/// each `/proc/<pid>/task/<tid>/schedstat`. Unlike `utime + stime`, which count 10 ms
+/// ticks, this is exact enough to cost one answer of a few milliseconds.
+pub(crate) fn cpu_ns(pid: u32) -> anyhow::Result<u64> {
+    let mut total = 0;
+    for task in std::fs::read_dir(format!("/proc/{pid}/task"))? {
+        let path = task?.path().join("schedstat");
+        // A thread that ended between the listing and the read has nothing to add.
+        let Ok(stat) = std::fs::read_to_string(path) else {
+            continue;
+        };
+        total += stat
+            .split_whitespace()
+            .next()
+            .and_then(|n| n.parse::<u64>().ok())
+            .context("schedstat")?;
+    }
+    Ok(total)
+}
+
 /// Clock ticks per second (`getconf CLK_TCK`; 100 on Linux in practice).
 fn clock_ticks() -> u64 {
     static TICKS: std::sync::OnceLock<u64> = std::sync::OnceLock::new();

@@ -24,6 +24,7 @@ mod chat;
 mod crash;
 mod dialects;
 mod errors;
+mod golden;
 mod identity;
 mod mcp;
 mod migrations;
