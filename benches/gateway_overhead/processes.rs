@@ -53,7 +53,25 @@ impl Stack {
     }
 
     fn command(&self, args: &[&str], log: &str) -> anyhow::Result<Command> {
-        let mut command = Command::new(env!("CARGO_BIN_EXE_maitred"));
+        self.wrapped_command(&[], args, log)
+    }
+
+    /// `wrapper` (a profiler's command line, say) runs the binary with `args`.
+    fn wrapped_command(
+        &self,
+        wrapper: &[&str],
+        args: &[&str],
+        log: &str,
+    ) -> anyhow::Result<Command> {
+        let binary = env!("CARGO_BIN_EXE_maitred");
+        let mut command = match wrapper.split_first() {
+            Some((program, rest)) => {
+                let mut command = Command::new(program);
+                command.args(rest).arg(binary);
+                command
+            }
+            None => Command::new(binary),
+        };
         command
             .args(args)
             .env("MAITRED_DATA_DIR", self.dir.path())
@@ -129,7 +147,10 @@ impl Stack {
         let file = self.dir.path().join(format!("{name}.toml"));
         std::fs::write(&file, config)?;
         let port = self.gateway;
-        let mut command = self.command(&["gateway"], name)?;
+        // `GATEWAY_OVERHEAD_WRAP="valgrind --tool=massif"` profiles the gateway's heap.
+        let wrap = std::env::var("GATEWAY_OVERHEAD_WRAP").unwrap_or_default();
+        let wrapper: Vec<&str> = wrap.split_whitespace().collect();
+        let mut command = self.wrapped_command(&wrapper, &["gateway"], name)?;
         command
             .env("MAITRED_GATEWAY_CONFIG", &file)
             .env("MAITRED_LLM_BASE_URL", upstream)
