@@ -12,6 +12,7 @@
 use std::sync::Arc;
 use std::time::Duration;
 
+use anyhow::Context;
 use serde_json::json;
 
 use crate::measure::{FRAGMENTS, Path, Samples, percentile, round};
@@ -31,6 +32,9 @@ struct Figures {
     /// Nanoseconds of gateway CPU per answer.
     paced_cpu: Vec<u64>,
     fast_cpu: Vec<u64>,
+    /// The scripted upstream's own CPU per paced answer it streamed straight to the
+    /// client: a process that only waits for a timer and writes each fragment.
+    upstream_cpu: Vec<u64>,
     /// KiB per open answer.
     open_kib: f64,
     /// KiB after `RSS_ANSWERS` answers, idle.
@@ -47,6 +51,11 @@ pub(crate) async fn targets(stack: &mut Stack, options: &Options) -> anyhow::Res
             &json!({ "repeat": { "fragments": fragments, "paced_ms": options.pace_ms } }),
         )
         .await?;
+    let paced_pid = stack
+        .children
+        .last()
+        .and_then(tokio::process::Child::id)
+        .context("the upstream's pid")?;
     let fast = stack
         .upstream("targets-fast", &json!({ "repeat": { "fragments": fragments } }))
         .await?;
@@ -72,7 +81,9 @@ pub(crate) async fn targets(stack: &mut Stack, options: &Options) -> anyhow::Res
         let straight = Path::Upstream(paced.clone());
         warm(&http, &straight, &through).await?;
         for _ in 0..options.streams {
+            let upstream_cpu = cpu_ns(paced_pid)?;
             round(&http, &straight, 1, &mut figures.one.0).await?;
+            figures.upstream_cpu.push(cpu_ns(paced_pid)? - upstream_cpu);
             let cpu = cpu_ns(pid)?;
             round(&http, &through, 1, &mut figures.one.1).await?;
             figures.paced_cpu.push(cpu_ns(pid)? - cpu);
@@ -196,6 +207,19 @@ fn report(modes: &[(&str, Figures)], options: &Options) {
             options.pace_ms
         ),
         &|f| format!("{:.2} ({:.2})", mean_ms(&f.paced_cpu), median_ms(&f.paced_cpu)),
+    );
+    line(
+        format!(
+            "for scale: the upstream's own CPU per {FRAGMENTS}-fragment answer streamed straight to the client, {} ms apart (ms)",
+            options.pace_ms
+        ),
+        &|f| {
+            format!(
+                "{:.2} ({:.2})",
+                mean_ms(&f.upstream_cpu),
+                median_ms(&f.upstream_cpu)
+            )
+        },
     );
     line(
         format!("CPU per {FRAGMENTS}-fragment answer, fragments back to back (ms)"),
