@@ -13,10 +13,14 @@
 //! - Live state in process beside live state in Redis (a private `redis-server` on a
 //!   free port): time to first token, a burst of 1,000 questions at once, the
 //!   gateway's CPU and Redis's commands per answer.
+//! - The performance table, in process and with Redis: time to first token added at 1
+//!   and 100 streams, CPU per answer at the upstream's pace and back to back, memory
+//!   per open answer and RSS after 400 answers.
 //!
 //!     cargo bench --bench gateway_overhead [-- --pace-ms 20 --streams 50 --rounds 3 --idle 1000 --questions 100 --burst 1000 --only live --keep-logs]
 //!
-//! `--only` runs one phase: `streaming`, `idle`, `tool` or `live`.
+//! `--only` runs one phase: `streaming`, `idle`, `tool`, `live` or `targets`
+//! (the performance table: every row of docs/benchmarks.md's "Where the time goes").
 
 #![expect(
     clippy::expect_used,
@@ -32,6 +36,7 @@ mod live_state;
 mod measure;
 mod overhead;
 mod processes;
+mod targets;
 
 use processes::Stack;
 
@@ -125,6 +130,9 @@ async fn main() -> anyhow::Result<()> {
         }
         if options.runs("live") {
             live_state::live_state(&mut stack, &options).await?;
+        }
+        if options.runs("targets") {
+            targets::targets(&mut stack, &options).await?;
         }
         anyhow::Ok(())
     }

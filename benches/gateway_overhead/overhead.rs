@@ -85,7 +85,13 @@ pub(crate) async fn idle_streams(stack: &mut Stack, options: &Options) -> anyhow
                 .await?;
         open.extend(batch);
     }
-    tokio::time::sleep(Duration::from_secs(2)).await;
+    // `GATEWAY_OVERHEAD_HOLD_SECS` holds the streams open longer, for a heap profiler
+    // to take its snapshot (massif: `vgdb --pid <pid> detailed_snapshot <file>`).
+    let hold = std::env::var("GATEWAY_OVERHEAD_HOLD_SECS")
+        .ok()
+        .and_then(|s| s.parse().ok())
+        .unwrap_or(2);
+    tokio::time::sleep(Duration::from_secs(hold)).await;
     let after = rss_kib(pid)?;
     let per_stream = (after.saturating_sub(before)) as f64 / options.idle as f64;
 
@@ -109,7 +115,7 @@ pub(crate) async fn idle_streams(stack: &mut Stack, options: &Options) -> anyhow
 
 /// Opens a question whose answer never comes; returns once its `meta` arrived, with
 /// the body still open.
-async fn open_idle(
+pub(crate) async fn open_idle(
     http: &reqwest::Client,
     url: &str,
     token: &str,

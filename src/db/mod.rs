@@ -11,7 +11,8 @@ use std::time::Duration;
 
 use anyhow::Context;
 use sqlx::any::{AnyConnectOptions, AnyPoolOptions};
-use sqlx::{Any, AnyPool, Executor, Transaction};
+use sqlx::pool::PoolConnection;
+use sqlx::{Acquire, Any, AnyPool, Connection, Executor, Transaction};
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum DbKind {
@@ -50,7 +51,10 @@ impl Db {
             .acquire_timeout(Duration::from_secs(10));
         let pool_options = if kind == DbKind::Sqlite {
             // WAL lets readers run beside the single writer; NORMAL sync is durable in WAL.
-            pool_options.after_connect(|conn, _meta| {
+            // A file connection does not go stale, so it is not pinged before each use:
+            // the ping is a round trip to the connection's worker thread, as costly as a
+            // small query, and the profile showed it on every event written.
+            pool_options.test_before_acquire(false).after_connect(|conn, _meta| {
                 Box::pin(async move {
                     conn.execute("PRAGMA journal_mode = WAL; PRAGMA synchronous = NORMAL; PRAGMA foreign_keys = ON; PRAGMA busy_timeout = 10000;")
                         .await?;
@@ -94,6 +98,17 @@ impl Db {
         match self.kind {
             DbKind::Sqlite => self.pool.begin_with("BEGIN IMMEDIATE").await,
             DbKind::Postgres => self.pool.begin().await,
+        }
+    }
+
+    /// [`Db::begin_write`] on a connection the caller holds.
+    pub async fn begin_write_on<'c>(
+        &self,
+        conn: &'c mut PoolConnection<Any>,
+    ) -> Result<Transaction<'c, Any>, sqlx::Error> {
+        match self.kind {
+            DbKind::Sqlite => conn.begin_with("BEGIN IMMEDIATE").await,
+            DbKind::Postgres => conn.begin().await,
         }
     }
 

@@ -25,6 +25,7 @@ mod crash;
 mod dialects;
 mod elicitation;
 mod errors;
+mod golden;
 mod identity;
 mod mcp;
 mod mcp_elicitation;

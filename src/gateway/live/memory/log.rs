@@ -9,6 +9,8 @@ use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
 use futures::StreamExt;
+use sqlx::Any;
+use sqlx::pool::PoolConnection;
 use tokio::sync::watch;
 
 use crate::db::{Db, canonical_now};
@@ -87,6 +89,11 @@ pub(super) struct EventLog {
     db: Db,
     replica: String,
     buffers: Arc<Mutex<HashMap<MessageId, Arc<Buffer>>>>,
+    /// The writer's own connection, kept between batches. With SQLite, a connection
+    /// whose last write was its own keeps its page cache; taking any connection of
+    /// the pool, each write first read back the pages another connection had changed
+    /// (the profile showed `readDbPage` under every lone event's insert).
+    writer: Arc<tokio::sync::Mutex<Option<PoolConnection<Any>>>>,
 }
 
 impl EventLog {
@@ -95,6 +102,7 @@ impl EventLog {
             db,
             replica,
             buffers: Arc::default(),
+            writer: Arc::default(),
         }
     }
 
@@ -145,9 +153,38 @@ impl EventLog {
         outcome
     }
 
+    /// Commits on the writer's connection; a connection that failed is not used again.
     async fn commit(&self, batch: &[Append]) -> Result<(), LiveError> {
+        let mut writer = self.writer.lock().await;
+        let conn = match writer.take() {
+            Some(conn) => conn,
+            None => self.db.pool().acquire().await?,
+        };
+        let mut conn = conn;
+        let outcome = self.commit_on(&mut conn, batch).await;
+        if outcome.is_ok() {
+            *writer = Some(conn);
+        }
+        outcome
+    }
+
+    async fn commit_on(
+        &self,
+        conn: &mut PoolConnection<Any>,
+        batch: &[Append],
+    ) -> Result<(), LiveError> {
+        // Most batches are a lone fragment of one answer: one statement, atomic on its
+        // own, instead of four round trips to the database (begin, insert, commit and
+        // the pool's check) for a transaction.
+        if batch
+            .iter()
+            .all(|a| a.event.seq != 1 && !a.event.is_done())
+        {
+            insert_events(batch).execute(&mut **conn).await?;
+            return Ok(());
+        }
         let now = canonical_now();
-        let mut tx = self.db.begin_write().await?;
+        let mut tx = self.db.begin_write_on(conn).await?;
         for Append { answer, .. } in batch.iter().filter(|a| a.event.seq == 1) {
             sqlx::query(
                 "INSERT INTO answers (id, conversation_id, owner, replica, status, created_at) \
@@ -161,27 +198,7 @@ impl EventLog {
             .execute(&mut *tx)
             .await?;
         }
-        // `QueryBuilder<Any>` would write `?` placeholders, which PostgreSQL refuses;
-        // both databases take `$n`.
-        let rows: Vec<String> = (0..batch.len())
-            .map(|i| {
-                let n = i * 4;
-                format!("(${}, ${}, ${}, ${})", n + 1, n + 2, n + 3, n + 4)
-            })
-            .collect();
-        let text = format!(
-            "INSERT INTO answer_events (message_id, seq, name, data) VALUES {}",
-            rows.join(", ")
-        );
-        let mut insert = sqlx::query(sqlx::AssertSqlSafe(text));
-        for Append { answer, event } in batch {
-            insert = insert
-                .bind(answer.message.as_str())
-                .bind(event.seq as i64)
-                .bind(&*event.name)
-                .bind(&*event.data);
-        }
-        insert.execute(&mut *tx).await?;
+        insert_events(batch).execute(&mut *tx).await?;
         for Append { answer, .. } in batch.iter().filter(|a| a.event.is_done()) {
             sqlx::query(
                 "UPDATE answers SET status = 'finished', finished_at = $1 WHERE id = $2 AND status = 'running'",
@@ -249,4 +266,29 @@ impl EventLog {
     fn lock(&self) -> std::sync::MutexGuard<'_, HashMap<MessageId, Arc<Buffer>>> {
         self.buffers.lock().unwrap_or_else(|p| p.into_inner())
     }
+}
+
+/// One `INSERT` of a batch's events.
+fn insert_events(batch: &[Append]) -> sqlx::query::Query<'_, sqlx::Any, sqlx::any::AnyArguments> {
+    // `QueryBuilder<Any>` would write `?` placeholders, which PostgreSQL refuses;
+    // both databases take `$n`.
+    let rows: Vec<String> = (0..batch.len())
+        .map(|i| {
+            let n = i * 4;
+            format!("(${}, ${}, ${}, ${})", n + 1, n + 2, n + 3, n + 4)
+        })
+        .collect();
+    let text = format!(
+        "INSERT INTO answer_events (message_id, seq, name, data) VALUES {}",
+        rows.join(", ")
+    );
+    let mut insert = sqlx::query(sqlx::AssertSqlSafe(text));
+    for Append { answer, event } in batch {
+        insert = insert
+            .bind(answer.message.as_str())
+            .bind(event.seq as i64)
+            .bind(&*event.name)
+            .bind(&*event.data);
+    }
+    insert
 }

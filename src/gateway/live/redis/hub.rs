@@ -16,7 +16,10 @@ use super::wire;
 use crate::gateway::live::LoggedEvent;
 
 /// Announcements a follower may miss before it catches up from the stream instead.
-const BACKLOG: usize = 1024;
+/// A broadcast channel allocates all its slots up front, one channel per followed
+/// answer: 1,024 slots made 40 KiB of every open answer. A follower that falls this
+/// far behind reads the answer's stream, which holds every event anyway.
+const BACKLOG: usize = 64;
 
 /// What followers of one channel hear: events, or an empty batch meaning "messages
 /// may have been lost; read the stream".
