@@ -57,7 +57,10 @@ pub(crate) async fn targets(stack: &mut Stack, options: &Options) -> anyhow::Res
         .and_then(tokio::process::Child::id)
         .context("the upstream's pid")?;
     let fast = stack
-        .upstream("targets-fast", &json!({ "repeat": { "fragments": fragments } }))
+        .upstream(
+            "targets-fast",
+            &json!({ "repeat": { "fragments": fragments } }),
+        )
         .await?;
     let hang = stack
         .upstream("targets-hang", &json!({ "repeat": { "hang": true } }))
@@ -124,10 +127,9 @@ pub(crate) async fn targets(stack: &mut Stack, options: &Options) -> anyhow::Res
         let idle = rss_kib(pid)?;
         let mut open = Vec::with_capacity(OPEN);
         for _ in 0..OPEN / 100 {
-            let batch = futures::future::try_join_all(
-                (0..100).map(|_| open_idle(&http, &url, &token)),
-            )
-            .await?;
+            let batch =
+                futures::future::try_join_all((0..100).map(|_| open_idle(&http, &url, &token)))
+                    .await?;
             open.extend(batch);
         }
         tokio::time::sleep(Duration::from_secs(2)).await;
@@ -161,7 +163,9 @@ async fn warm(http: &reqwest::Client, straight: &Path, through: &Path) -> anyhow
 fn median_ms(nanos: &[u64]) -> f64 {
     let mut sorted = nanos.to_vec();
     sorted.sort_unstable();
-    sorted.get(sorted.len() / 2).map_or(f64::NAN, |n| *n as f64 / 1e6)
+    sorted
+        .get(sorted.len() / 2)
+        .map_or(f64::NAN, |n| *n as f64 / 1e6)
 }
 
 fn mean_ms(nanos: &[u64]) -> f64 {
@@ -169,9 +173,7 @@ fn mean_ms(nanos: &[u64]) -> f64 {
 }
 
 fn report(modes: &[(&str, Figures)], options: &Options) {
-    let added = |(a, b): &(Samples, Samples), p| {
-        percentile(&b.first, p) - percentile(&a.first, p)
-    };
+    let added = |(a, b): &(Samples, Samples), p| percentile(&b.first, p) - percentile(&a.first, p);
     println!("\n## The performance table\n");
     println!(
         "{FRAGMENTS} fragments; one stream: {} questions per path, taking turns; 100 streams: {} rounds. CPU: the gateway's threads' time on a CPU (`/proc/<pid>/task/*/schedstat`) from the question to `done`, mean (median) over {} answers.\n",
@@ -206,7 +208,13 @@ fn report(modes: &[(&str, Figures)], options: &Options) {
             "CPU per {FRAGMENTS}-fragment answer, fragments {} ms apart (ms)",
             options.pace_ms
         ),
-        &|f| format!("{:.2} ({:.2})", mean_ms(&f.paced_cpu), median_ms(&f.paced_cpu)),
+        &|f| {
+            format!(
+                "{:.2} ({:.2})",
+                mean_ms(&f.paced_cpu),
+                median_ms(&f.paced_cpu)
+            )
+        },
     );
     line(
         format!(
@@ -223,13 +231,20 @@ fn report(modes: &[(&str, Figures)], options: &Options) {
     );
     line(
         format!("CPU per {FRAGMENTS}-fragment answer, fragments back to back (ms)"),
-        &|f| format!("{:.2} ({:.2})", mean_ms(&f.fast_cpu), median_ms(&f.fast_cpu)),
+        &|f| {
+            format!(
+                "{:.2} ({:.2})",
+                mean_ms(&f.fast_cpu),
+                median_ms(&f.fast_cpu)
+            )
+        },
     );
     line(
         format!("memory per open, idle answer ({OPEN} open, KiB)"),
         &|f| format!("{:.1}", f.open_kib),
     );
-    line(format!("RSS after {RSS_ANSWERS} answers, idle (MiB)"), &|f| {
-        format!("{:.1}", f.rss_after as f64 / 1024.0)
-    });
+    line(
+        format!("RSS after {RSS_ANSWERS} answers, idle (MiB)"),
+        &|f| format!("{:.1}", f.rss_after as f64 / 1024.0),
+    );
 }

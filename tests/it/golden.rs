@@ -81,7 +81,10 @@ fn normalise(body: &str) -> String {
             }
         }
         if let Some(ms) = value["duration_ms"].as_u64() {
-            replacements.push((format!("\"duration_ms\":{ms}"), "\"duration_ms\":0".to_owned()));
+            replacements.push((
+                format!("\"duration_ms\":{ms}"),
+                "\"duration_ms\":0".to_owned(),
+            ));
         }
     }
     let mut text = body.to_owned();

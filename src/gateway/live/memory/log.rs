@@ -176,10 +176,7 @@ impl EventLog {
         // Most batches are a lone fragment of one answer: one statement, atomic on its
         // own, instead of four round trips to the database (begin, insert, commit and
         // the pool's check) for a transaction.
-        if batch
-            .iter()
-            .all(|a| a.event.seq != 1 && !a.event.is_done())
-        {
+        if batch.iter().all(|a| a.event.seq != 1 && !a.event.is_done()) {
             insert_events(batch).execute(&mut **conn).await?;
             return Ok(());
         }
