@@ -1,15 +1,5 @@
-//! The database handle shared by every role: sqlx `Any` pools over SQLite (the
+//! The database handle shared by every role: one sqlx `Any` pool over SQLite (the
 //! default) or PostgreSQL, so every query is written once, in the SQL both accept.
-//!
-//! The rule: a statement that writes runs on [`Db::writes`] (or in a transaction from
-//! [`Db::begin_write`]); one that only reads runs on [`Db::pool`]. With SQLite the
-//! writes pool is a single connection. SQLite lets one connection write at a time, and
-//! a second one that tries is put to sleep by SQLite's busy handler for 1 ms, then 2, 5,
-//! 10... before it tries again; the profile of the first token found that sleep on
-//! nearly every question, where the question's row and the answer's first event were
-//! written at once. Waiting for the one writer connection in the pool instead wakes the
-//! next writer the moment the last one is done, and keeps that connection's page cache
-//! warm across writes.
 
 mod clock;
 pub mod files;
@@ -33,8 +23,6 @@ pub enum DbKind {
 #[derive(Clone)]
 pub struct Db {
     pool: AnyPool,
-    /// SQLite: one connection, every writer's turn in order; PostgreSQL: `pool`.
-    writes: AnyPool,
     kind: DbKind,
 }
 
@@ -58,27 +46,29 @@ impl Db {
             url.to_owned()
         };
         let options = AnyConnectOptions::from_str(&url).context("parsing DATABASE_URL")?;
-        let connect = |max_connections: u32| {
-            pool_options(kind, max_connections).connect_with(options.clone())
+        let pool_options = AnyPoolOptions::new()
+            .max_connections(if kind == DbKind::Sqlite { 8 } else { 16 })
+            .acquire_timeout(Duration::from_secs(10));
+        let pool_options = if kind == DbKind::Sqlite {
+            // WAL lets readers run beside the single writer; NORMAL sync is durable in WAL.
+            // A file connection does not go stale, so it is not pinged before each use:
+            // the ping is a round trip to the connection's worker thread, as costly as a
+            // small query, and the profile showed it on every event written.
+            pool_options.test_before_acquire(false).after_connect(|conn, _meta| {
+                Box::pin(async move {
+                    conn.execute("PRAGMA journal_mode = WAL; PRAGMA synchronous = NORMAL; PRAGMA foreign_keys = ON; PRAGMA busy_timeout = 10000;")
+                        .await?;
+                    Ok(())
+                })
+            })
+        } else {
+            pool_options
         };
-        let context = || format!("connecting to the {kind:?} database");
-        let (pool, writes) = match kind {
-            DbKind::Sqlite => {
-                // The writer first: it turns on WAL, which the readers then find.
-                let writes = connect(1).await.with_context(context)?;
-                // Each connection to `:memory:` is a database of its own: one for all.
-                let pool = match in_memory(&url) {
-                    true => writes.clone(),
-                    false => connect(8).await.with_context(context)?,
-                };
-                (pool, writes)
-            }
-            DbKind::Postgres => {
-                let pool = connect(16).await.with_context(context)?;
-                (pool.clone(), pool)
-            }
-        };
-        Ok(Self { pool, writes, kind })
+        let pool = pool_options
+            .connect_with(options)
+            .await
+            .with_context(|| format!("connecting to the {kind:?} database"))?;
+        Ok(Self { pool, kind })
     }
 
     pub async fn migrate(&self) -> anyhow::Result<()> {
@@ -87,20 +77,14 @@ impl Db {
             DbKind::Postgres => &POSTGRES_MIGRATIONS,
         };
         migrator
-            .run(&self.writes)
+            .run(&self.pool)
             .await
             .context("applying database migrations")?;
         Ok(())
     }
 
-    /// For statements that only read.
     pub fn pool(&self) -> &AnyPool {
         &self.pool
-    }
-
-    /// For statements that write: see the rule at the top of this module.
-    pub fn writes(&self) -> &AnyPool {
-        &self.writes
     }
 
     pub fn kind(&self) -> DbKind {
@@ -112,8 +96,8 @@ impl Db {
     /// instead of failing with SQLITE_BUSY when it upgrades.
     pub async fn begin_write(&self) -> Result<Transaction<'static, Any>, sqlx::Error> {
         match self.kind {
-            DbKind::Sqlite => self.writes.begin_with("BEGIN IMMEDIATE").await,
-            DbKind::Postgres => self.writes.begin().await,
+            DbKind::Sqlite => self.pool.begin_with("BEGIN IMMEDIATE").await,
+            DbKind::Postgres => self.pool.begin().await,
         }
     }
 
@@ -137,29 +121,7 @@ impl Db {
 
     pub async fn close(&self) {
         self.pool.close().await;
-        self.writes.close().await;
     }
-}
-
-/// A pool's settings: how many connections, and for SQLite how each starts.
-fn pool_options(kind: DbKind, max_connections: u32) -> AnyPoolOptions {
-    let options = AnyPoolOptions::new()
-        .max_connections(max_connections)
-        .acquire_timeout(Duration::from_secs(10));
-    if kind == DbKind::Postgres {
-        return options;
-    }
-    // WAL lets readers run beside the single writer; NORMAL sync is durable in WAL.
-    // A file connection does not go stale, so it is not pinged before each use: the
-    // ping is a round trip to the connection's worker thread, as costly as a small
-    // query, and the profile showed it on every event written.
-    options.test_before_acquire(false).after_connect(|conn, _meta| {
-        Box::pin(async move {
-            conn.execute("PRAGMA journal_mode = WAL; PRAGMA synchronous = NORMAL; PRAGMA foreign_keys = ON; PRAGMA busy_timeout = 10000;")
-                .await?;
-            Ok(())
-        })
-    })
 }
 
 /// True when the error is a unique or primary-key violation.
@@ -183,24 +145,14 @@ fn create_if_missing(url: &str) -> String {
 /// Makes the database's directory and file private before SQLite opens it: SQLite
 /// creates its `-wal` and `-shm` files with the database file's mode, so they are
 /// private too. Existing wider ones are reported.
-/// A SQLite URL's file path and its options.
-fn sqlite_path(url: &str) -> (&str, &str) {
+fn prepare_sqlite_file(url: &str) -> anyhow::Result<()> {
     let path = url
         .trim_start_matches("sqlite://")
         .trim_start_matches("sqlite:");
-    path.split_once('?').unwrap_or((path, ""))
-}
-
-fn in_memory(url: &str) -> bool {
-    let (path, options) = sqlite_path(url);
-    path.is_empty() || path == ":memory:" || options.contains("mode=memory")
-}
-
-fn prepare_sqlite_file(url: &str) -> anyhow::Result<()> {
-    if in_memory(url) {
+    let (path, options) = path.split_once('?').unwrap_or((path, ""));
+    if path.is_empty() || path == ":memory:" || options.contains("mode=memory") {
         return Ok(());
     }
-    let (path, options) = sqlite_path(url);
     let path = std::path::Path::new(path);
     let parent = path.parent().filter(|p| !p.as_os_str().is_empty());
     if let Some(parent) = parent {

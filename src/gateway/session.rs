@@ -199,7 +199,7 @@ impl Sessions {
         let challenge = URL_SAFE_NO_PAD.encode(Sha256::digest(verifier.as_bytes()));
         sqlx::query("DELETE FROM login_attempts WHERE created_at < $1")
             .bind(now() - LOGIN_ATTEMPT_SECS)
-            .execute(self.db.writes())
+            .execute(self.db.pool())
             .await?;
         sqlx::query(
             "INSERT INTO login_attempts (state, code_verifier, nonce, return_to, created_at) VALUES ($1, $2, $3, $4, $5)",
@@ -209,7 +209,7 @@ impl Sessions {
         .bind(&nonce)
         .bind(return_to)
         .bind(now())
-        .execute(self.db.writes())
+        .execute(self.db.pool())
         .await?;
         let endpoints = self.endpoints().await?;
         let mut url = url::Url::parse(&endpoints.authorization_endpoint)
@@ -248,7 +248,7 @@ impl Sessions {
         )
         .bind(state)
         .bind(now() - LOGIN_ATTEMPT_SECS)
-        .fetch_optional(self.db.writes())
+        .fetch_optional(self.db.pool())
         .await
         .context("reading the login attempt")?;
         let (verifier, return_to) = attempt.ok_or(LoginError::UnknownAttempt)?;
@@ -283,7 +283,7 @@ impl Sessions {
         .bind(crate::random::token(24))
         .bind(now())
         .bind(now() + SESSION_SECS)
-        .execute(self.db.writes())
+        .execute(self.db.pool())
         .await
         .context("storing the session")?;
         tracing::info!(subject = ?principal.subject, "browser signed in");
@@ -342,7 +342,7 @@ impl Sessions {
         .bind(now() + REFRESH_CLAIM_SECS)
         .bind(id_hash)
         .bind(now())
-        .execute(self.db.writes())
+        .execute(self.db.pool())
         .await?;
         Ok(claimed.rows_affected() == 1)
     }
@@ -350,7 +350,7 @@ impl Sessions {
     async fn release_refresh(&self, id_hash: &str) -> Result<(), GatewayError> {
         sqlx::query("UPDATE browser_sessions SET refreshing_until = NULL WHERE id_hash = $1")
             .bind(id_hash)
-            .execute(self.db.writes())
+            .execute(self.db.pool())
             .await?;
         Ok(())
     }
@@ -406,7 +406,7 @@ impl Sessions {
         .bind(principal.roles.join(" "))
         .bind(principal.scopes.join(" "))
         .bind(id_hash)
-        .execute(self.db.writes())
+        .execute(self.db.pool())
         .await?;
         Ok(Some(Session {
             refresh_token: answer.refresh_token.or(session.refresh_token.clone()),
@@ -420,7 +420,7 @@ impl Sessions {
     pub async fn end(&self, cookie: &str) -> Result<(), GatewayError> {
         sqlx::query("DELETE FROM browser_sessions WHERE id_hash = $1")
             .bind(hash(cookie))
-            .execute(self.db.writes())
+            .execute(self.db.pool())
             .await?;
         Ok(())
     }

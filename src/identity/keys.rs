@@ -50,7 +50,7 @@ impl KeyRing {
             .bind(STANDARD.encode(&private))
             .bind(&public)
             .bind(canonical_now())
-            .execute(db.writes())
+            .execute(db.pool())
             .await
             .context("storing a new signing key")?;
             tracing::info!(kid, "created a new signing key");

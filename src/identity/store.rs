@@ -46,7 +46,7 @@ pub(super) async fn insert_code(db: &Db, code: &str, grant: &CodeGrant) -> Resul
     let now = chrono::Utc::now().timestamp();
     sqlx::query("DELETE FROM authorization_codes WHERE expires_at < $1")
         .bind(now - 3600)
-        .execute(db.writes())
+        .execute(db.pool())
         .await?;
     sqlx::query(
         "INSERT INTO authorization_codes (code_hash, client_id, subject, redirect_uri, scope, resource, code_challenge, nonce, family_id, expires_at, used) \
@@ -62,7 +62,7 @@ pub(super) async fn insert_code(db: &Db, code: &str, grant: &CodeGrant) -> Resul
     .bind(&grant.nonce)
     .bind(&grant.family_id)
     .bind(grant.expires_at)
-    .execute(db.writes())
+    .execute(db.pool())
     .await?;
     Ok(())
 }
@@ -82,7 +82,7 @@ pub(super) async fn redeem_code(db: &Db, code: &str) -> Result<Redeemed<CodeGran
     let claimed =
         sqlx::query("UPDATE authorization_codes SET used = 1 WHERE code_hash = $1 AND used = 0")
             .bind(&code_hash)
-            .execute(db.writes())
+            .execute(db.pool())
             .await?
             .rows_affected();
     Ok(if claimed == 1 {
@@ -119,7 +119,7 @@ pub(super) async fn insert_refresh(
     .bind(new.resource)
     .bind(new.expires_at)
     .bind(now)
-    .execute(db.writes())
+    .execute(db.pool())
     .await?;
     Ok(())
 }
@@ -145,7 +145,7 @@ pub(super) async fn redeem_refresh(
     )
     .bind(now)
     .bind(&token_hash)
-    .execute(db.writes())
+    .execute(db.pool())
     .await?
     .rows_affected();
     Ok(if claimed == 1 {
@@ -160,7 +160,7 @@ pub(super) async fn revoke_family(db: &Db, family_id: &str) -> Result<u64, sqlx:
     Ok(
         sqlx::query("UPDATE refresh_tokens SET revoked = 1 WHERE family_id = $1")
             .bind(family_id)
-            .execute(db.writes())
+            .execute(db.pool())
             .await?
             .rows_affected(),
     )

@@ -22,7 +22,6 @@ mod api;
 mod bookings;
 mod chat;
 mod crash;
-mod database;
 mod dialects;
 mod elicitation;
 mod errors;

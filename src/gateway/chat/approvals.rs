@@ -78,7 +78,7 @@ impl Approvals {
         .bind(status)
         .bind(canonical_now())
         .bind(expires_at)
-        .execute(self.db.writes())
+        .execute(self.db.pool())
         .await?;
         Ok(())
     }
@@ -101,7 +101,7 @@ impl Approvals {
         .bind(owner)
         .bind(canonical_now())
         .bind(id)
-        .execute(self.db.writes())
+        .execute(self.db.pool())
         .await?;
         Ok(settled.rows_affected() == 1)
     }

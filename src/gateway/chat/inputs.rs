@@ -121,7 +121,7 @@ impl ToolInputs {
         .bind(by)
         .bind(canonical_now())
         .bind(id)
-        .execute(self.db.writes())
+        .execute(self.db.pool())
         .await?;
         Ok(settled.rows_affected() == 1)
     }
@@ -259,7 +259,7 @@ impl Inputs for ToolInputs {
         .bind(request.url)
         .bind(canonical_now())
         .bind(&expires_at)
-        .execute(self.db.writes())
+        .execute(self.db.pool())
         .await?;
         Ok(expires_at)
     }
@@ -268,7 +268,7 @@ impl Inputs for ToolInputs {
         sqlx::query("UPDATE tool_inputs SET event_seq = $1 WHERE id = $2")
             .bind(i64::try_from(seq).unwrap_or(i64::MAX))
             .bind(id)
-            .execute(self.db.writes())
+            .execute(self.db.pool())
             .await?;
         Ok(())
     }

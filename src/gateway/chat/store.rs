@@ -119,7 +119,7 @@ impl Store {
             .bind(&answer.owner)
             .bind(title)
             .bind(&now)
-            .execute(self.db.writes())
+            .execute(self.db.pool())
             .await?;
         }
         let part = NewPart {
@@ -159,7 +159,7 @@ impl Store {
             .bind(part.status)
             .bind(part.model)
             .bind(&now)
-            .execute(self.db.writes())
+            .execute(self.db.pool())
             .await;
             match inserted {
                 Err(error) if is_unique_violation(&error) && attempts < 5 => attempts += 1,
@@ -170,7 +170,7 @@ impl Store {
         sqlx::query("UPDATE conversations SET updated_at = $1 WHERE id = $2")
             .bind(&now)
             .bind(conversation)
-            .execute(self.db.writes())
+            .execute(self.db.pool())
             .await?;
         Ok(())
     }
@@ -257,7 +257,7 @@ impl Store {
         let deleted = sqlx::query("DELETE FROM conversations WHERE id = $1 AND owner = $2")
             .bind(id)
             .bind(owner)
-            .execute(self.db.writes())
+            .execute(self.db.pool())
             .await?;
         if deleted.rows_affected() == 0 {
             return Err(GatewayError::not_found("conversation", id.as_str()));
@@ -301,7 +301,7 @@ impl Store {
                 sqlx::query("UPDATE chat_messages SET content = $1 WHERE id = $2")
                     .bind(text)
                     .bind(part)
-                    .execute(self.db.writes())
+                    .execute(self.db.pool())
                     .await?;
             }
             None if !missing.is_empty() => {
@@ -331,7 +331,7 @@ impl Store {
             .bind(MessageStatus::Interrupted)
             .bind(&answer.message)
             .bind(MessageStatus::Streaming)
-            .execute(self.db.writes())
+            .execute(self.db.pool())
             .await?;
         sqlx::query(
             "UPDATE approvals SET status = 'cancelled', decided_at = $1 WHERE status = 'pending' \
@@ -339,13 +339,13 @@ impl Store {
         )
         .bind(canonical_now())
         .bind(&answer.message)
-        .execute(self.db.writes())
+        .execute(self.db.pool())
         .await?;
         sqlx::query("UPDATE tool_calls SET status = $1 WHERE message_id = $2 AND status = $3")
             .bind(CallStatus::Interrupted)
             .bind(&answer.message)
             .bind(CallStatus::Running)
-            .execute(self.db.writes())
+            .execute(self.db.pool())
             .await?;
         Ok(())
     }
@@ -366,7 +366,7 @@ impl AnswerStore for Store {
         .bind(&calls)
         .bind(turn.status)
         .bind(turn.part)
-        .execute(self.db.writes())
+        .execute(self.db.pool())
         .await?;
         if updated.rows_affected() == 0 {
             let part = NewPart {
@@ -418,7 +418,7 @@ impl AnswerStore for Store {
         .bind(call.arguments.to_string())
         .bind(CallStatus::Running)
         .bind(canonical_now())
-        .execute(self.db.writes())
+        .execute(self.db.pool())
         .await?;
         Ok(())
     }
@@ -437,7 +437,7 @@ impl AnswerStore for Store {
         .bind(i64::try_from(duration_ms).unwrap_or(i64::MAX))
         .bind(summary)
         .bind(id)
-        .execute(self.db.writes())
+        .execute(self.db.pool())
         .await?;
         Ok(())
     }
@@ -447,7 +447,7 @@ impl AnswerStore for Store {
             .bind(status)
             .bind(answer)
             .bind(CallStatus::Running)
-            .execute(self.db.writes())
+            .execute(self.db.pool())
             .await?;
         // Their questions to the person end with them: nobody may answer them now,
         // nor be shown them again.
@@ -457,7 +457,7 @@ impl AnswerStore for Store {
         )
         .bind(canonical_now())
         .bind(answer)
-        .execute(self.db.writes())
+        .execute(self.db.pool())
         .await?;
         Ok(())
     }
@@ -477,7 +477,7 @@ impl AnswerStore for Store {
         .bind(count(usage.completion_tokens))
         .bind(count(usage.total_tokens))
         .bind(canonical_now())
-        .execute(self.db.writes())
+        .execute(self.db.pool())
         .await
         .map_err(StoreError::from)?;
         Ok(())

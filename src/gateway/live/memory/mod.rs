@@ -122,7 +122,7 @@ impl MemoryLive {
             }
             sqlx::query("UPDATE answers SET status = 'interrupted' WHERE id = $1")
                 .bind(&answer.message)
-                .execute(store.db().writes())
+                .execute(store.db().pool())
                 .await?;
             self.retire(&answer.message);
         }
@@ -265,7 +265,7 @@ async fn forget_old_events(db: &Db, retention: Duration) -> Result<(), sqlx::Err
          (SELECT id FROM answers WHERE status <> 'running' AND finished_at < $1)",
     )
     .bind(before)
-    .execute(db.writes())
+    .execute(db.pool())
     .await?;
     Ok(())
 }
