@@ -4,6 +4,7 @@
 mod error;
 mod extract;
 mod jwks;
+mod remembered;
 mod verifier;
 
 pub use error::{AuthError, AuthErrorKind};

@@ -7,6 +7,7 @@ use serde::{Deserialize, Serialize};
 
 use super::error::{AuthError, AuthErrorKind};
 use super::jwks::{JwksCache, JwksError};
+use super::remembered::Remembered;
 use crate::issuer::Issuer;
 
 #[derive(Debug, Clone)]
@@ -94,12 +95,17 @@ struct Claims {
 pub struct TokenVerifier {
     config: VerifierConfig,
     jwks: JwksCache,
+    remembered: Remembered,
 }
 
 impl TokenVerifier {
     pub fn new(http: reqwest::Client, config: VerifierConfig) -> Self {
         let jwks = JwksCache::new(http, config.issuer.clone());
-        Self { config, jwks }
+        Self {
+            config,
+            jwks,
+            remembered: Remembered::default(),
+        }
     }
 
     pub fn config(&self) -> &VerifierConfig {
@@ -120,6 +126,22 @@ impl TokenVerifier {
     }
 
     pub async fn verify(&self, token: &str) -> Result<Principal, AuthError> {
+        let key = Remembered::key(token);
+        if let Some(principal) = self.remembered.get(&key, self.config.leeway_secs) {
+            return Ok(principal);
+        }
+        let principal = self.check(token).await?;
+        self.remembered.insert(key, principal.clone());
+        Ok(principal)
+    }
+
+    /// Tokens verified and remembered, for tests and diagnostics.
+    pub fn remembered(&self) -> usize {
+        self.remembered.len()
+    }
+
+    /// The whole check of a token not seen before.
+    async fn check(&self, token: &str) -> Result<Principal, AuthError> {
         let header =
             decode_header(token).map_err(|_| self.invalid("the token is not a well-formed JWT"))?;
         if !self.config.algorithms.contains(&header.alg) {
@@ -205,5 +227,139 @@ impl TokenVerifier {
                 format!("this request needs the scope {scope}"),
             ))
         }
+    }
+}
+
+#[cfg(test)]
+#[expect(clippy::disallowed_methods, reason = "the test starts its own issuer")]
+mod tests {
+    use base64::Engine;
+    use base64::engine::general_purpose::URL_SAFE_NO_PAD;
+    use ed25519_dalek::SigningKey;
+    use ed25519_dalek::pkcs8::EncodePrivateKey;
+    use jsonwebtoken::{EncodingKey, Header};
+    use serde_json::{Value, json};
+
+    use super::*;
+
+    const AUDIENCE: &str = "http://resource.test";
+
+    /// An issuer serving one Ed25519 key; returns the verifier that trusts it and
+    /// a signer of tokens for it.
+    async fn issuer() -> (TokenVerifier, impl Fn(&Value) -> String) {
+        let signing = SigningKey::from_bytes(&[7; 32]);
+        let x = URL_SAFE_NO_PAD.encode(signing.verifying_key().as_bytes());
+        let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+        let url = format!("http://{}", listener.local_addr().unwrap());
+        let metadata = json!({ "jwks_uri": format!("{url}/jwks") });
+        let jwks = json!({ "keys": [
+            { "kty": "OKP", "crv": "Ed25519", "kid": "k1", "alg": "EdDSA", "x": x },
+        ] });
+        let app = axum::Router::new()
+            .route(
+                "/.well-known/openid-configuration",
+                axum::routing::get(move || async move { axum::Json(metadata) }),
+            )
+            .route(
+                "/jwks",
+                axum::routing::get(move || async move { axum::Json(jwks) }),
+            );
+        tokio::spawn(async move { axum::serve(listener, app).await.unwrap() });
+        let issuer = Issuer::new(url, None);
+        let verifier = TokenVerifier::new(
+            crate::http_client::new().unwrap(),
+            VerifierConfig::new(issuer.clone(), AUDIENCE),
+        );
+        let key = EncodingKey::from_ed_der(signing.to_pkcs8_der().unwrap().as_bytes());
+        let mut header = Header::new(Algorithm::EdDSA);
+        header.kid = Some("k1".into());
+        let issuer_url = issuer.public.clone();
+        let sign = move |overrides: &Value| {
+            let now = chrono::Utc::now().timestamp();
+            let mut claims = json!({
+                "iss": issuer_url, "aud": AUDIENCE, "sub": "ann", "exp": now + 300,
+                "iat": now, "scope": "chat.write",
+            });
+            for (k, v) in overrides.as_object().unwrap() {
+                claims[k] = v.clone();
+            }
+            jsonwebtoken::encode(&header, &claims, &key).unwrap()
+        };
+        (verifier, sign)
+    }
+
+    /// Swaps one part of a token (0: header, 1: claims, 2: signature) for `part`.
+    fn with_part(token: &str, index: usize, part: String) -> String {
+        let mut parts: Vec<String> = token.split('.').map(str::to_owned).collect();
+        parts[index] = part;
+        parts.join(".")
+    }
+
+    #[tokio::test]
+    async fn a_remembered_token_does_not_vouch_for_tokens_made_from_it() {
+        let (verifier, sign) = issuer().await;
+        let token = sign(&json!({}));
+        assert_eq!(verifier.verify(&token).await.unwrap().subject, "ann");
+        assert_eq!(verifier.remembered(), 1);
+
+        let signature = token.rsplit('.').next().unwrap();
+        let mut flipped = URL_SAFE_NO_PAD.decode(signature).unwrap();
+        flipped[0] ^= 1;
+        let claims = |value: Value| URL_SAFE_NO_PAD.encode(value.to_string());
+        let exp = chrono::Utc::now().timestamp() + 300;
+        let forgeries = [
+            (
+                "a flipped signature bit",
+                with_part(&token, 2, URL_SAFE_NO_PAD.encode(&flipped)),
+            ),
+            (
+                "other claims under its signature",
+                with_part(
+                    &token,
+                    1,
+                    claims(
+                        json!({ "iss": verifier.config.issuer.public, "aud": AUDIENCE,
+                        "sub": "admin", "exp": exp, "scope": "chat.write admin" }),
+                    ),
+                ),
+            ),
+            (
+                "its claims unsigned",
+                with_part(
+                    &with_part(
+                        &token,
+                        0,
+                        URL_SAFE_NO_PAD.encode(json!({ "alg": "none", "kid": "k1" }).to_string()),
+                    ),
+                    2,
+                    String::new(),
+                ),
+            ),
+            ("a trailing space inside", format!("{token} ")),
+        ];
+        for (what, forged) in forgeries {
+            let error = verifier.verify(&forged).await.err();
+            assert!(error.is_some(), "{what} was accepted");
+        }
+        assert_eq!(verifier.remembered(), 1, "nothing forged is remembered");
+        assert_eq!(verifier.verify(&token).await.unwrap().subject, "ann");
+    }
+
+    #[tokio::test]
+    async fn a_remembered_token_expires_as_if_checked_afresh() {
+        let (verifier, sign) = issuer().await;
+        let leeway = i64::try_from(verifier.config.leeway_secs).unwrap();
+        // Valid for two more seconds, counting the leeway.
+        let token = sign(&json!({ "exp": chrono::Utc::now().timestamp() - leeway + 2 }));
+        verifier.verify(&token).await.unwrap();
+        assert_eq!(verifier.remembered(), 1);
+        verifier.verify(&token).await.unwrap();
+        tokio::time::sleep(std::time::Duration::from_millis(3100)).await;
+        let error = verifier.verify(&token).await.unwrap_err();
+        assert!(
+            format!("{error:?}").contains("expired"),
+            "a remembered token past its exp must be refused as expired: {error:?}"
+        );
+        assert_eq!(verifier.remembered(), 0);
     }
 }
