@@ -13,6 +13,7 @@ use serde::Deserialize;
 use serde_json::Value;
 use tokio_util::sync::CancellationToken;
 
+use super::pending::{self, Unanswered};
 use crate::db::{Db, canonical, canonical_now};
 use crate::gateway::answer::ports::{ApprovalRequest, Approver, StoreResult, Verdict};
 use crate::gateway::error::GatewayError;
@@ -43,10 +44,6 @@ impl Decision {
         }
     }
 }
-
-/// How often a waiting call looks at its approval even without being woken: a wake
-/// sent from another replica may be lost with its connection.
-const POLL: Duration = Duration::from_secs(2);
 
 pub struct Approvals {
     db: Db,
@@ -187,28 +184,19 @@ impl Approver for Approvals {
         request: &ApprovalRequest<'_>,
         cancel: &CancellationToken,
     ) -> StoreResult<Verdict> {
-        // Listening before looking: a decision between the two still wakes us.
-        let waiter = self.live.local().waiter(request.id.as_str());
-        let deadline = tokio::time::Instant::now() + self.timeout;
         let owner = &request.answer.owner;
-        loop {
-            if let Some(verdict) = self.verdict(request.id).await? {
-                return Ok(verdict);
-            }
-            tokio::select! {
-                () = waiter.woken() => {}
-                () = tokio::time::sleep(POLL) => {}
-                () = tokio::time::sleep_until(deadline) => {
-                    if self.settle(request.id, owner, "expired", None).await? {
-                        return Ok(Verdict::Expired);
-                    }
-                }
-                () = cancel.cancelled() => {
-                    if self.settle(request.id, owner, "cancelled", None).await? {
-                        return Ok(Verdict::Cancelled);
-                    }
-                }
-            }
-        }
+        Ok(pending::wait(
+            &self.live,
+            request.id.as_str(),
+            self.timeout,
+            cancel,
+            || self.verdict(request.id),
+            |status| self.settle(request.id, owner, status, None),
+            |unanswered| match unanswered {
+                Unanswered::Expired => Verdict::Expired,
+                Unanswered::Cancelled => Verdict::Cancelled,
+            },
+        )
+        .await?)
     }
 }

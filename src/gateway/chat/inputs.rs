@@ -13,6 +13,7 @@ use tokio_util::sync::CancellationToken;
 
 use super::events::{InputAction, InputMode, InputRequiredEvent};
 use super::input_form;
+use super::pending;
 use crate::db::{Db, canonical, canonical_now};
 use crate::gateway::answer::ports::{InputRequest, Inputs, StoreResult};
 use crate::gateway::error::GatewayError;
@@ -39,10 +40,6 @@ impl Answer {
         }
     }
 }
-
-/// How often a waiting call looks at its request even without being woken: a wake
-/// sent from another replica may be lost with its connection.
-const POLL: Duration = Duration::from_secs(2);
 
 pub struct ToolInputs {
     db: Db,
@@ -278,27 +275,16 @@ impl Inputs for ToolInputs {
         request: &InputRequest<'_>,
         cancel: &CancellationToken,
     ) -> StoreResult<InputReply> {
-        // Listening before looking: an answer between the two still wakes us.
-        let waiter = self.live.local().waiter(request.id.as_str());
-        let deadline = tokio::time::Instant::now() + self.timeout;
-        loop {
-            if let Some(reply) = self.reply(request.id).await? {
-                return Ok(reply);
-            }
-            tokio::select! {
-                () = waiter.woken() => {}
-                () = tokio::time::sleep(POLL) => {}
-                () = tokio::time::sleep_until(deadline) => {
-                    if self.settle(request.id, "expired", None, None).await? {
-                        return Ok(InputReply::only(InputAction::Cancel));
-                    }
-                }
-                () = cancel.cancelled() => {
-                    if self.settle(request.id, "cancelled", None, None).await? {
-                        return Ok(InputReply::only(InputAction::Cancel));
-                    }
-                }
-            }
-        }
+        // Unanswered in time counts as cancel, as the specification has it.
+        Ok(pending::wait(
+            &self.live,
+            request.id.as_str(),
+            self.timeout,
+            cancel,
+            || self.reply(request.id),
+            |status| self.settle(request.id, status, None, None),
+            |_| InputReply::only(InputAction::Cancel),
+        )
+        .await?)
     }
 }
