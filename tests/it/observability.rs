@@ -468,7 +468,8 @@ async fn handlers_read_the_requests_trace_context() {
     let listener = TcpListener::bind((Ipv4Addr::LOCALHOST, 0)).await.unwrap();
     let url = format!("http://{}/trace", listener.local_addr().unwrap());
     tokio::spawn(async move { axum::serve(listener, router).await.unwrap() });
-    let response = reqwest::Client::new()
+    let response = maitred::http_client::new()
+        .unwrap()
         .get(&url)
         .header("traceparent", CALLER)
         .send()
