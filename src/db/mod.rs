@@ -6,6 +6,7 @@ pub mod files;
 
 pub use clock::{canonical, canonical_now, parse_canonical};
 
+use std::path::{Path, PathBuf};
 use std::str::FromStr;
 use std::time::Duration;
 
@@ -24,6 +25,8 @@ pub enum DbKind {
 pub struct Db {
     pool: AnyPool,
     kind: DbKind,
+    /// The SQLite database's file; `None` for PostgreSQL and in-memory SQLite.
+    sqlite_file: Option<PathBuf>,
 }
 
 static SQLITE_MIGRATIONS: sqlx::migrate::Migrator = sqlx::migrate!("migrations/sqlite");
@@ -39,11 +42,10 @@ impl Db {
         } else {
             anyhow::bail!("DATABASE_URL must start with sqlite: or postgres:");
         };
-        let url = if kind == DbKind::Sqlite {
-            prepare_sqlite_file(url)?;
-            create_if_missing(url)
+        let (url, sqlite_file) = if kind == DbKind::Sqlite {
+            (create_if_missing(url), prepare_sqlite_file(url)?)
         } else {
-            url.to_owned()
+            (url.to_owned(), None)
         };
         let options = AnyConnectOptions::from_str(&url).context("parsing DATABASE_URL")?;
         let pool_options = AnyPoolOptions::new()
@@ -68,7 +70,11 @@ impl Db {
             .connect_with(options)
             .await
             .with_context(|| format!("connecting to the {kind:?} database"))?;
-        Ok(Self { pool, kind })
+        Ok(Self {
+            pool,
+            kind,
+            sqlite_file,
+        })
     }
 
     pub async fn migrate(&self) -> anyhow::Result<()> {
@@ -89,6 +95,11 @@ impl Db {
 
     pub fn kind(&self) -> DbKind {
         self.kind
+    }
+
+    /// The SQLite database's file, for a connection of its own outside the pool.
+    pub fn sqlite_file(&self) -> Option<&Path> {
+        self.sqlite_file.as_deref()
     }
 
     /// A transaction that intends to write. SQLite takes the write lock up front
@@ -144,16 +155,16 @@ fn create_if_missing(url: &str) -> String {
 
 /// Makes the database's directory and file private before SQLite opens it: SQLite
 /// creates its `-wal` and `-shm` files with the database file's mode, so they are
-/// private too. Existing wider ones are reported.
-fn prepare_sqlite_file(url: &str) -> anyhow::Result<()> {
+/// private too. Existing wider ones are reported. Returns the file, if there is one.
+fn prepare_sqlite_file(url: &str) -> anyhow::Result<Option<PathBuf>> {
     let path = url
         .trim_start_matches("sqlite://")
         .trim_start_matches("sqlite:");
     let (path, options) = path.split_once('?').unwrap_or((path, ""));
     if path.is_empty() || path == ":memory:" || options.contains("mode=memory") {
-        return Ok(());
+        return Ok(None);
     }
-    let path = std::path::Path::new(path);
+    let path = Path::new(path);
     let parent = path.parent().filter(|p| !p.as_os_str().is_empty());
     if let Some(parent) = parent {
         files::create_private_dir(parent)
@@ -169,11 +180,11 @@ fn prepare_sqlite_file(url: &str) -> anyhow::Result<()> {
     let mut paths = vec![path, wal.as_path(), shm.as_path()];
     paths.extend(parent);
     files::warn_if_shared(&paths);
-    Ok(())
+    Ok(Some(path.to_owned()))
 }
 
 /// `maitred.db` → `maitred.db-wal`.
-fn sidecar(path: &std::path::Path, suffix: &str) -> std::path::PathBuf {
+fn sidecar(path: &Path, suffix: &str) -> PathBuf {
     let mut name = path.as_os_str().to_owned();
     name.push(suffix);
     name.into()

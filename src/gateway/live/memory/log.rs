@@ -18,10 +18,13 @@ use crate::gateway::answer::ports::AnswerRef;
 use crate::gateway::ids::{MessageId, Subject};
 use crate::gateway::live::{Events, LiveError, LoggedEvent};
 
+use super::sqlite_writer::SqliteWriter;
+
 /// Tries of one batch before its answers are given up as failed.
 const WRITE_TRIES: u32 = 3;
 
 /// One event on its way to the database.
+#[derive(Clone)]
 pub(super) struct Append {
     pub answer: AnswerRef,
     pub event: LoggedEvent,
@@ -89,21 +92,32 @@ pub(super) struct EventLog {
     db: Db,
     replica: String,
     buffers: Arc<Mutex<HashMap<MessageId, Arc<Buffer>>>>,
-    /// The writer's own connection, kept between batches. With SQLite, a connection
-    /// whose last write was its own keeps its page cache; taking any connection of
-    /// the pool, each write first read back the pages another connection had changed
-    /// (the profile showed `readDbPage` under every lone event's insert).
-    writer: Arc<tokio::sync::Mutex<Option<PoolConnection<Any>>>>,
+    writer: Arc<Writer>,
+}
+
+/// Where the events are committed.
+enum Writer {
+    /// A SQLite file: a connection of the writer's own, called without a thread hop.
+    Sqlite(SqliteWriter),
+    /// PostgreSQL, or SQLite in memory (which only the pool's connections can share):
+    /// a pooled connection, kept between batches. With SQLite, a connection whose
+    /// last write was its own keeps its page cache; taking any connection of the
+    /// pool, each write first read back the pages another connection had changed.
+    Pooled(tokio::sync::Mutex<Option<PoolConnection<Any>>>),
 }
 
 impl EventLog {
-    pub(super) fn new(db: Db, replica: String) -> Self {
-        Self {
+    pub(super) fn new(db: Db, replica: String) -> Result<Self, LiveError> {
+        let writer = match db.sqlite_file() {
+            Some(file) => Writer::Sqlite(SqliteWriter::open(file)?),
+            None => Writer::Pooled(tokio::sync::Mutex::default()),
+        };
+        Ok(Self {
             db,
             replica,
             buffers: Arc::default(),
-            writer: Arc::default(),
-        }
+            writer: Arc::new(writer),
+        })
     }
 
     /// A buffer for a new answer (or one being finished after a restart).
@@ -153,9 +167,20 @@ impl EventLog {
         outcome
     }
 
-    /// Commits on the writer's connection; a connection that failed is not used again.
     async fn commit(&self, batch: &[Append]) -> Result<(), LiveError> {
-        let mut writer = self.writer.lock().await;
+        match &*self.writer {
+            Writer::Sqlite(writer) => writer.commit(&self.replica, batch).await,
+            Writer::Pooled(writer) => self.commit_pooled(writer, batch).await,
+        }
+    }
+
+    /// Commits on the kept connection; a connection that failed is not used again.
+    async fn commit_pooled(
+        &self,
+        writer: &tokio::sync::Mutex<Option<PoolConnection<Any>>>,
+        batch: &[Append],
+    ) -> Result<(), LiveError> {
+        let mut writer = writer.lock().await;
         let conn = match writer.take() {
             Some(conn) => conn,
             None => self.db.pool().acquire().await?,

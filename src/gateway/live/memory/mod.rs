@@ -4,6 +4,7 @@
 //! the answers its previous run left open.
 
 mod log;
+mod sqlite_writer;
 
 use std::collections::HashMap;
 use std::path::Path;
@@ -65,7 +66,7 @@ impl MemoryLive {
     ) -> anyhow::Result<Arc<Self>> {
         let shutdown = stop;
         let replica = replica_id(data_dir)?;
-        let log = EventLog::new(db.clone(), replica.clone());
+        let log = EventLog::new(db.clone(), replica.clone())?;
         let committer = Committer::start(&tasks, shutdown.clone(), {
             let log = log.clone();
             move |batch| {
