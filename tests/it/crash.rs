@@ -61,7 +61,9 @@ async fn a_crash_mid_answer_loses_nothing_that_was_shown() {
     let db = Db::connect(&sqlite_url(&data.path().join("maitred.db")))
         .await
         .unwrap();
-    let mut stored = Vec::new();
+    // Recovery runs beside the server once it is up: wait for its last step, the
+    // answer's own row, not only for the stored message (its first step).
+    let (mut stored, mut answer_status) = (Vec::new(), String::new());
     for _ in 0..100 {
         stored = sqlx::query_as::<_, (String, String)>(
             "SELECT status, content FROM chat_messages WHERE role = 'assistant'",
@@ -69,7 +71,13 @@ async fn a_crash_mid_answer_loses_nothing_that_was_shown() {
         .fetch_all(db.pool())
         .await
         .unwrap();
-        if stored.iter().all(|(status, _)| status != "streaming") && !stored.is_empty() {
+        (answer_status,) = sqlx::query_as("SELECT status FROM answers WHERE id = $1")
+            .bind(&message_id)
+            .fetch_one(db.pool())
+            .await
+            .unwrap();
+        let settled = !stored.is_empty() && stored.iter().all(|(status, _)| status != "streaming");
+        if settled && answer_status == "interrupted" {
             break;
         }
         tokio::time::sleep(Duration::from_millis(100)).await;
@@ -81,12 +89,7 @@ async fn a_crash_mid_answer_loses_nothing_that_was_shown() {
         content.starts_with(&shown),
         "every token shown is kept: shown {shown:?}, stored {content:?}"
     );
-    let (answer_status,): (String,) = sqlx::query_as("SELECT status FROM answers WHERE id = $1")
-        .bind(&message_id)
-        .fetch_one(db.pool())
-        .await
-        .unwrap();
-    assert_eq!(answer_status, "interrupted");
+    assert_eq!(answer_status, "interrupted", "{}", maitred.log());
 
     // The viewer comes back: the rest of what was stored, then how it ended.
     let response = http
