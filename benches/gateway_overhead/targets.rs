@@ -37,6 +37,9 @@ struct Figures {
     upstream_cpu: Vec<u64>,
     /// KiB per open answer.
     open_kib: f64,
+    /// Nanoseconds of gateway CPU per answer opened (question to the upstream's
+    /// headers), the work a burst of questions queues on the cores.
+    open_cpu: u64,
     /// KiB after `RSS_ANSWERS` answers, idle.
     rss_after: u64,
 }
@@ -125,6 +128,7 @@ pub(crate) async fn targets(stack: &mut Stack, options: &Options) -> anyhow::Res
         drop(open_idle(&http, &url, &token).await?);
         tokio::time::sleep(Duration::from_secs(1)).await;
         let idle = rss_kib(pid)?;
+        let cpu = cpu_ns(pid)?;
         let mut open = Vec::with_capacity(OPEN);
         for _ in 0..OPEN / 100 {
             let batch =
@@ -134,6 +138,7 @@ pub(crate) async fn targets(stack: &mut Stack, options: &Options) -> anyhow::Res
         }
         tokio::time::sleep(Duration::from_secs(2)).await;
         figures.open_kib = rss_kib(pid)?.saturating_sub(idle) as f64 / OPEN as f64;
+        figures.open_cpu = (cpu_ns(pid)? - cpu) / OPEN as u64;
         drop(open);
         stack.stop_from(before).await;
         modes.push((name, figures));
@@ -242,6 +247,12 @@ fn report(modes: &[(&str, Figures)], options: &Options) {
     line(
         format!("memory per open, idle answer ({OPEN} open, KiB)"),
         &|f| format!("{:.1}", f.open_kib),
+    );
+    line(
+        format!(
+            "for scale: the gateway's CPU to open one answer, question to the upstream's headers ({OPEN} opened 100 at a time, µs)"
+        ),
+        &|f| format!("{:.0}", f.open_cpu as f64 / 1e3),
     );
     line(
         format!("RSS after {RSS_ANSWERS} answers, idle (MiB)"),
