@@ -174,18 +174,18 @@ impl EventLog {
         }
     }
 
-    /// Commits on the kept connection; a connection that failed is not used again.
+    /// Commits on the kept connection; one that failed goes back to the pool and the
+    /// next batch takes another.
     async fn commit_pooled(
         &self,
         writer: &tokio::sync::Mutex<Option<PoolConnection<Any>>>,
         batch: &[Append],
     ) -> Result<(), LiveError> {
         let mut writer = writer.lock().await;
-        let conn = match writer.take() {
+        let mut conn = match writer.take() {
             Some(conn) => conn,
             None => self.db.pool().acquire().await?,
         };
-        let mut conn = conn;
         let outcome = self.commit_on(&mut conn, batch).await;
         if outcome.is_ok() {
             *writer = Some(conn);
