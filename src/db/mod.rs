@@ -29,6 +29,11 @@ pub struct Db {
     sqlite_file: Option<PathBuf>,
 }
 
+/// Every SQLite connection's settings, the pool's and any held outside it: WAL lets
+/// readers run beside the single writer, and NORMAL sync is durable in WAL.
+pub const SQLITE_SETTINGS: &str =
+    "PRAGMA journal_mode = WAL; PRAGMA synchronous = NORMAL; PRAGMA foreign_keys = ON;";
+
 static SQLITE_MIGRATIONS: sqlx::migrate::Migrator = sqlx::migrate!("migrations/sqlite");
 static POSTGRES_MIGRATIONS: sqlx::migrate::Migrator = sqlx::migrate!("migrations/postgres");
 
@@ -52,17 +57,18 @@ impl Db {
             .max_connections(if kind == DbKind::Sqlite { 8 } else { 16 })
             .acquire_timeout(Duration::from_secs(10));
         let pool_options = if kind == DbKind::Sqlite {
-            // WAL lets readers run beside the single writer; NORMAL sync is durable in WAL.
             // A file connection does not go stale, so it is not pinged before each use:
             // the ping is a round trip to the connection's worker thread, as costly as a
             // small query, and the profile showed it on every event written.
-            pool_options.test_before_acquire(false).after_connect(|conn, _meta| {
-                Box::pin(async move {
-                    conn.execute("PRAGMA journal_mode = WAL; PRAGMA synchronous = NORMAL; PRAGMA foreign_keys = ON; PRAGMA busy_timeout = 10000;")
-                        .await?;
-                    Ok(())
+            pool_options
+                .test_before_acquire(false)
+                .after_connect(|conn, _meta| {
+                    Box::pin(async move {
+                        conn.execute(SQLITE_SETTINGS).await?;
+                        conn.execute("PRAGMA busy_timeout = 10000;").await?;
+                        Ok(())
+                    })
                 })
-            })
         } else {
             pool_options
         };

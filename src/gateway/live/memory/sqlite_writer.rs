@@ -19,7 +19,7 @@ use std::time::Duration;
 use rusqlite::{Connection, ErrorCode, TransactionBehavior, params};
 
 use super::log::Append;
-use crate::db::canonical_now;
+use crate::db::{SQLITE_SETTINGS, canonical_now};
 use crate::gateway::live::LiveError;
 
 /// A write waits for another connection's in short steps, then longer ones, for
@@ -39,10 +39,9 @@ impl SqliteWriter {
         // The pool's connections checkpoint the WAL when they commit; this one leaves
         // it to them, so that no event's write pays for a checkpoint's flush on the
         // runtime's thread.
-        conn.execute_batch(
-            "PRAGMA synchronous = NORMAL; PRAGMA foreign_keys = ON; PRAGMA wal_autocheckpoint = 0;",
-        )
-        .map_err(write_error)?;
+        conn.execute_batch(SQLITE_SETTINGS).map_err(write_error)?;
+        conn.execute_batch("PRAGMA wal_autocheckpoint = 0;")
+            .map_err(write_error)?;
         conn.busy_handler(None).map_err(write_error)?;
         Ok(Self {
             conn: Arc::new(Mutex::new(conn)),
