@@ -84,7 +84,8 @@ describe("a tool asking for input", () => {
     const tool = screen.getByTestId("tool-card");
     expect(tool.dataset.status).toBe("waiting");
     expect(within(tool).getByTestId("input-message").textContent).toBe("Who is the booking for?");
-    expect(document.activeElement).toBe(within(card).getByLabelText(/^Name/));
+    // The card takes the focus in its mount effect, which may run after it is found.
+    await until(() => document.activeElement === within(card).getByLabelText(/^Name/), "the focus on the form");
     await until(
       () => screen.getByTestId("live-region").textContent === "Booking a table needs your input: Who is the booking for?",
       "the announcement",
