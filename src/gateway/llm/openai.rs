@@ -24,6 +24,8 @@ use crate::settings::LlmSettings;
 pub struct OpenAiModel {
     client: Client<OpenAIConfig>,
     settings: LlmSettings,
+    /// This process's secret for the nonces that fence tool output in `text` mode.
+    fence_key: Vec<u8>,
 }
 
 /// An error answer, with the wait the provider asked for (async-openai would drop
@@ -116,6 +118,7 @@ impl OpenAiModel {
         Self {
             client: Client::with_config(config).with_http_service(transport),
             settings,
+            fence_key: crate::random::bytes(32),
         }
     }
 
@@ -124,7 +127,7 @@ impl OpenAiModel {
         let mut messages: Vec<Value> = request
             .messages
             .iter()
-            .map(|m| wire_message(m, text_mode))
+            .map(|m| wire_message(m, text_mode.then_some(self.fence_key.as_slice())))
             .collect();
         if text_mode && !request.tools.is_empty() {
             let tools = text_calls::describe(&request.tools);
@@ -164,9 +167,12 @@ impl OpenAiModel {
     }
 }
 
-/// In `text` mode the conversation is plain text: calls as the model writes them,
-/// results as the user's turn (servers without tool calling refuse the `tool` role).
-fn wire_message(message: &Message, text_mode: bool) -> Value {
+/// In `text` mode (`fence_key` given) the conversation is plain text: calls as the
+/// model writes them, results as a user turn (servers without tool calling refuse the
+/// `tool` role) that marks them as tool output, fenced by a nonce made from the key
+/// and the call's id: unguessable, and the same on every turn of the answer.
+fn wire_message(message: &Message, fence_key: Option<&[u8]>) -> Value {
+    let text_mode = fence_key.is_some();
     match message {
         Message::System { content } => json!({ "role": "system", "content": content }),
         Message::User { content } => json!({ "role": "user", "content": content }),
@@ -183,10 +189,13 @@ fn wire_message(message: &Message, text_mode: bool) -> Value {
         Message::Tool {
             tool_call_id,
             content,
-        } if text_mode => json!({
-            "role": "user",
-            "content": format!("Result of tool call {tool_call_id}:\n{content}"),
-        }),
+        } if text_mode => {
+            let nonce = nonce(fence_key.unwrap_or_default(), tool_call_id);
+            json!({
+                "role": "user",
+                "content": text_calls::result_as_text(tool_call_id, content, &nonce),
+            })
+        }
         Message::Assistant {
             content,
             tool_calls,
@@ -208,6 +217,16 @@ fn wire_message(message: &Message, text_mode: bool) -> Value {
             content,
         } => json!({ "role": "tool", "tool_call_id": tool_call_id, "content": content }),
     }
+}
+
+/// 16 hex digits of SHA-256 over the key and the call's id.
+fn nonce(key: &[u8], tool_call_id: &str) -> String {
+    use sha2::{Digest, Sha256};
+    let digest = Sha256::new()
+        .chain_update(key)
+        .chain_update(tool_call_id.as_bytes())
+        .finalize();
+    hex::encode(&digest[..8])
 }
 
 #[derive(Deserialize)]
@@ -401,7 +420,7 @@ impl ChatModel for OpenAiModel {
             Ok(match self.settings.tool_calls {
                 ToolCallMode::Native => events,
                 ToolCallMode::Auto | ToolCallMode::Text => {
-                    text_calls::detect(events, &request.tools)
+                    text_calls::detect(events, &request.tools, &request.messages)
                 }
             })
         })

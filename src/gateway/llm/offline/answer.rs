@@ -563,7 +563,7 @@ fn cell(value: &Value) -> String {
             Some(f) if n.is_f64() && f.fract() == 0.0 && f.abs() < 1e15 => format!("{f:.0}"),
             _ => n.to_string(),
         },
-        Value::String(s) => shorten(&timestamp(s).unwrap_or_else(|| s.clone())),
+        Value::String(s) => inert(&shorten(&timestamp(s).unwrap_or_else(|| s.clone()))),
         Value::Array(items) => shorten(&array_cell(items)),
         Value::Object(fields) => fields
             .iter()
@@ -609,6 +609,29 @@ fn shorten(text: &str) -> String {
     }
     let cut: String = flat.chars().take(MAX_CELL_CHARS - 1).collect();
     format!("{}…", cut.trim_end())
+}
+
+/// Text from a tool, made unable to load anything when the answer is shown: a
+/// Markdown image (`![…](…)`) loses its `!` role and an HTML tag its `<`, so both read
+/// as the text they are. Links stay links: they open only when the person clicks.
+fn inert(text: &str) -> String {
+    let mut out = String::with_capacity(text.len());
+    let mut chars = text.chars().peekable();
+    while let Some(c) = chars.next() {
+        match (c, chars.peek()) {
+            ('!', Some('[')) => {
+                out.push_str("!\\");
+                continue;
+            }
+            ('<', Some(next)) if next.is_ascii_alphabetic() || matches!(next, '/' | '!' | '?') => {
+                out.push_str("&lt;");
+                continue;
+            }
+            _ => {}
+        }
+        out.push(c);
+    }
+    out
 }
 
 fn escape(text: &str) -> String {
@@ -684,7 +707,8 @@ fn quote(text: &str) -> String {
     if kept.len() < text.len() {
         kept.push('…');
     }
-    kept.lines()
+    inert(&kept)
+        .lines()
         .map(|line| format!("> {line}").trim_end().to_owned())
         .collect::<Vec<_>>()
         .join("\n")
