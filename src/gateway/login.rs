@@ -41,22 +41,19 @@ struct LoginQuery {
 /// gateway's own URL, stays on the gateway's origin. Browsers forgive a lot (a tab or
 /// newline is dropped, `\\` is read as `/`), so anything a browser might read as
 /// another host is refused outright rather than cleaned: `/\t/evil.example` would
-/// otherwise become `//evil.example`.
+/// otherwise become `//evil.example`. The value checked is the one returned, after its
+/// dot segments are resolved: `/..//evil.example` resolves to `//evil.example`.
 fn local_path(public_url: &str, path: Option<&str>) -> String {
     let fallback = || "/".to_owned();
     let Some(path) = path else {
         return fallback();
     };
-    let hostile = path.len() > MAX_RETURN_TO
-        || !path.starts_with('/')
-        || path.starts_with("//")
-        || path.chars().any(|c| c.is_control() || c == '\\');
-    if hostile {
-        return fallback();
-    }
     let Ok(base) = url::Url::parse(public_url) else {
         return fallback();
     };
+    if path.len() > MAX_RETURN_TO || !stays_on_origin(&base, path) {
+        return fallback();
+    }
     match base.join(path) {
         Ok(resolved) if resolved.origin() == base.origin() => {
             let mut local = resolved.path().to_owned();
@@ -68,10 +65,78 @@ fn local_path(public_url: &str, path: Option<&str>) -> String {
                 local.push('#');
                 local.push_str(fragment);
             }
-            local
+            if local.len() <= MAX_RETURN_TO && stays_on_origin(&base, &local) {
+                local
+            } else {
+                fallback()
+            }
         }
         _ => fallback(),
     }
+}
+
+/// Percent-decodings looked through before a `return_to` is given up on: a value
+/// still changing after this many is refused.
+const DECODINGS: usize = 3;
+
+/// Whether `path`, given to a browser as a `Location`, names a page of `base`'s
+/// origin, and goes on naming one if something on the way (a proxy, the web UI's
+/// router) percent-decodes it again: neither it nor any of its decodings, before or
+/// after their dot segments are resolved, may start with `//` or `/\\`, or hold a
+/// backslash or a control character anywhere.
+fn stays_on_origin(base: &url::Url, path: &str) -> bool {
+    let mut text = path.to_owned();
+    for _ in 0..=DECODINGS {
+        if !plainly_local(&text) {
+            return false;
+        }
+        match base.join(&text) {
+            Ok(resolved)
+                if resolved.origin() == base.origin() && plainly_local(resolved.path()) => {}
+            _ => return false,
+        }
+        let decoded = percent_decoded(&text);
+        if decoded == text {
+            return true;
+        }
+        text = decoded;
+    }
+    false
+}
+
+/// One `/`, then no second one or backslash: not a network-path reference, on any
+/// browser's reading.
+fn plainly_local(path: &str) -> bool {
+    path.starts_with('/')
+        && !path.starts_with("//")
+        && !path.starts_with("/\\")
+        && !path.chars().any(|c| c.is_control() || c == '\\')
+}
+
+/// `text` with each `%XX` replaced by its byte (as UTF-8, lossily); a `%` not
+/// followed by two hex digits stays as it is.
+fn percent_decoded(text: &str) -> String {
+    let bytes = text.as_bytes();
+    let mut out = Vec::with_capacity(bytes.len());
+    let mut i = 0;
+    while let Some(&byte) = bytes.get(i) {
+        let hex = bytes
+            .get(i + 1..i + 3)
+            .filter(|pair| pair.iter().all(u8::is_ascii_hexdigit))
+            .and_then(|pair| std::str::from_utf8(pair).ok())
+            .and_then(|pair| u8::from_str_radix(pair, 16).ok());
+        match (byte, hex) {
+            (b'%', Some(decoded)) => {
+                out.push(decoded);
+                i += 3;
+            }
+            _ => {
+                out.push(byte);
+                i += 1;
+            }
+        }
+    }
+    String::from_utf8_lossy(&out).into_owned()
 }
 
 async fn login(
@@ -138,6 +203,9 @@ async fn callback(
             return Ok((jar, page).into_response());
         }
     };
+    // Checked again on the way out: whatever was stored, only a page of ours is a
+    // Location.
+    let return_to = local_path(&state.sessions.public_url, Some(&return_to));
     let cookie = Cookie::build((names.session, value))
         .path("/")
         .http_only(true)
@@ -218,8 +286,14 @@ mod tests {
     fn local_paths_are_returned_to() {
         assert_eq!(local_path(SITE, Some("/chat?c=1")), "/chat?c=1");
         assert_eq!(local_path(SITE, Some("/c/abc#end")), "/c/abc#end");
-        assert_eq!(local_path(SITE, Some("/%2F%2Fx")), "/%2F%2Fx");
+        assert_eq!(local_path(SITE, Some("/a/../c/x")), "/c/x");
+        assert_eq!(local_path(SITE, Some("/c/x?q=50%25")), "/c/x?q=50%25");
+        assert_eq!(local_path(SITE, Some("/c/%2e%2e/d")), "/d");
         assert_eq!(local_path(SITE, None), "/");
+        // Returned as it is returned to: a second look finds the same page.
+        for path in ["/chat?c=1", "/c/abc#end", "/c/x?q=50%25"] {
+            assert_eq!(local_path(SITE, Some(&local_path(SITE, Some(path)))), path);
+        }
     }
 
     /// Each of these, given to a browser as a Location, leaves the site (or could).
@@ -235,6 +309,44 @@ mod tests {
             "/\r\n/evil.example",
             "/\u{0}/evil.example",
             "%2F%2Fevil.example",
+            // Dot segments that resolve to a leading `//`, the value returned.
+            "/..//evil.example/phish",
+            "/.//evil.example/phish",
+            "/a/..//evil.example/phish",
+            "/a/b/../..//evil.example/phish",
+            "/../..//evil.example/phish",
+            "/./..//evil.example/phish",
+            // ... and the same with the dots percent-encoded, in either case or mixed.
+            "/%2e%2e//evil.example/phish",
+            "/%2E%2E//evil.example/phish",
+            "/%2e%2E//evil.example/phish",
+            "/.%2e//evil.example/phish",
+            "/%2e.//evil.example/phish",
+            "/%2e//evil.example/phish",
+            "/%2E//evil.example/phish",
+            "/a/%2e%2e//evil.example/phish",
+            // ... or the slashes: safe for a browser, but one more decoding (a proxy,
+            // the web UI's router) makes them the same.
+            "/%2F%2Fx",
+            "/%2f%2fevil.example",
+            "/%2F/evil.example",
+            "/..%2f/evil.example",
+            "/..%2F%2Fevil.example",
+            "/%2e%2e%2f%2fevil.example",
+            "/%2E%2E%2F%2Fevil.example/phish",
+            "/%252e%252e//evil.example",
+            "/%252F%252Fevil.example",
+            "/%25252F%25252Fevil.example",
+            // Backslashes and control characters, raw or encoded, anywhere.
+            "/..\\evil.example",
+            "/..//\\evil.example",
+            "/%5Cevil.example",
+            "/%5cevil.example",
+            "/..%5C%5Cevil.example",
+            "/%09/evil.example",
+            "/%0a/evil.example",
+            "/%0D%0A/evil.example",
+            "/c/x?to=%5C%5Cevil.example",
             "https://evil.example",
             "https:evil.example",
             "javascript:alert(1)",
