@@ -180,11 +180,16 @@ async fn callback(
     // The binding is spent whatever happens: a login is finished once, in one browser.
     let jar = jar.remove(Cookie::build(names.login).path("/"));
     if let Some(error) = callback.error {
-        let message = format!(
-            "the identity provider refused the sign-in: {error} {}",
-            callback.error_description.unwrap_or_default()
+        // Anyone can send a person to this URL with words of their choosing: the page
+        // says only what the code means, and the provider's words go to the log.
+        tracing::warn!(
+            %ip,
+            error = ?bounded(&error),
+            description = ?callback.error_description.as_deref().map(bounded),
+            "the identity provider refused the sign-in"
         );
-        return Ok((jar, sign_in_failed(StatusCode::BAD_REQUEST, &message)).into_response());
+        let message = provider_refusal(&error);
+        return Ok((jar, sign_in_failed(StatusCode::BAD_REQUEST, message)).into_response());
     }
     let (Some(code), Some(login_state)) = (callback.code, callback.state) else {
         let message = "the identity provider sent the browser back without a code or state";
@@ -213,6 +218,31 @@ async fn callback(
         .same_site(SameSite::Lax)
         .build();
     Ok((jar.add(cookie), Redirect::to(&return_to)).into_response())
+}
+
+/// Longest part of an identity provider's error that is logged.
+const MAX_LOGGED_ERROR: usize = 200;
+
+/// The start of `text`, at most [`MAX_LOGGED_ERROR`] bytes, cut at a character.
+fn bounded(text: &str) -> &str {
+    text.get(..text.floor_char_boundary(MAX_LOGGED_ERROR))
+        .unwrap_or_default()
+}
+
+/// What a person is told when the identity provider sends them back with `error`
+/// (an OAuth 2 or OpenID Connect error code): a fixed text of ours for each code.
+fn provider_refusal(error: &str) -> &'static str {
+    match error {
+        "access_denied" => "The sign-in was cancelled or refused.",
+        "login_required"
+        | "interaction_required"
+        | "consent_required"
+        | "account_selection_required" => "The identity provider needs you to sign in again.",
+        "server_error" | "temporarily_unavailable" => {
+            "The identity provider could not complete the sign-in just now; try again shortly."
+        }
+        _ => "The identity provider did not complete the sign-in.",
+    }
 }
 
 #[derive(Template)]

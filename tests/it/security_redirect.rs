@@ -1,5 +1,6 @@
-//! The second round of attacks on the browser login (issue 22, finding 1): a
-//! `return_to` whose dot segments resolve to another host. Performed as an attacker
+//! The second round of attacks on the browser login (issue 22, findings 1 and 6d):
+//! a `return_to` whose dot segments resolve to another host, and words of an
+//! attacker's choosing on the sign-in error page. Each performed as an attacker
 //! would, and shown to fail.
 
 use reqwest::Url;
@@ -83,5 +84,42 @@ async fn a_stored_return_to_is_checked_again_at_the_callback() {
     let landed = browser.get(&callback).await;
     assert_eq!(landed.status(), 303);
     assert_eq!(landed.headers()["location"], "/");
+    app.stop().await;
+}
+
+/// Finding 6d: anyone can send a person to `/login/callback?error=…` with words of
+/// their choosing, and the page showed them under the gateway's name. Now it shows a
+/// fixed text of ours for the error code, and none of the sender's words.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_sign_in_error_page_shows_none_of_the_senders_words() {
+    let app = TestApp::spawn(&Database::Sqlite).await;
+    let lure = "Your account is locked. Call +1 555 0100 or visit evil.example to unlock it";
+    for (error, expected) in [
+        ("access_denied", "The sign-in was cancelled or refused."),
+        (
+            "temporarily_unavailable",
+            "The identity provider could not complete the sign-in just now; try again shortly.",
+        ),
+        (
+            "login_required",
+            "The identity provider needs you to sign in again.",
+        ),
+        (lure, "The identity provider did not complete the sign-in."),
+    ] {
+        let mut url = Url::parse(&format!("{}/login/callback", app.gateway_url)).unwrap();
+        url.query_pairs_mut()
+            .append_pair("error", error)
+            .append_pair("error_description", lure)
+            .append_pair("state", "whatever");
+        let page = Browser::new().get(url.as_str()).await;
+        assert_eq!(page.status(), 400, "{error}");
+        assert_eq!(page.headers()["cache-control"], "no-store");
+        let body = page.text().await.unwrap();
+        assert!(body.contains(expected), "{error}: {body}");
+        assert!(body.contains("Start the sign-in again"), "{body}");
+        for word in ["locked", "555", "evil.example", "unlock"] {
+            assert!(!body.contains(word), "{error}: {word:?} shown in {body}");
+        }
+    }
     app.stop().await;
 }
