@@ -11,9 +11,30 @@ use subtle::ConstantTimeEq;
 use super::GatewayState;
 use super::error::GatewayError;
 use super::ids::Subject;
-use crate::auth::{AuthErrorKind, authenticate};
+use crate::auth::{AuthErrorKind, Principal, authenticate};
 
 pub(super) const CSRF_HEADER: &str = "x-csrf-token";
+
+/// How the owner key of a client acting for no person begins: `client:<client id>`.
+/// A person's key is their `sub` as it is, and no person's may begin so, so a person
+/// whose name is a client's id shares nothing with the client.
+pub(super) const CLIENT_OWNER: &str = "client:";
+
+/// Who owns what `principal` asks for: a client-credentials token (its `sub` is its
+/// own client id) owns as `client:<id>`; anyone else as their `sub`. `None` for a
+/// person whose `sub` takes the clients' prefix.
+fn owner_of(principal: &Principal) -> Option<Subject> {
+    if principal.client_id.as_deref() == Some(principal.subject.as_str()) {
+        Some(Subject::new(format!("{CLIENT_OWNER}{}", principal.subject)))
+    } else {
+        person(principal.subject.clone())
+    }
+}
+
+/// A person's owner key: their `sub`, unless it looks like a client's.
+fn person(subject: String) -> Option<Subject> {
+    (!subject.starts_with(CLIENT_OWNER)).then(|| Subject::new(subject))
+}
 
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum Via {
@@ -21,7 +42,8 @@ pub enum Via {
     Session,
 }
 
-/// The person or client behind a chat request. `subject` owns conversations.
+/// The person or client behind a chat request. `subject` owns conversations: a
+/// person's `sub`, or `client:<id>` for a client acting for no person.
 #[derive(Debug, Clone)]
 pub struct ChatUser {
     pub subject: Subject,
@@ -59,8 +81,14 @@ where
                     )
                     .into());
             }
+            let subject = owner_of(&principal).ok_or_else(|| {
+                state.verifier.error(
+                    AuthErrorKind::InvalidToken,
+                    "the token's subject is in the namespace kept for clients",
+                )
+            })?;
             ChatUser {
-                subject: Subject::new(principal.subject),
+                subject,
                 name: principal.name,
                 email: principal.email,
                 roles: principal.roles,
@@ -86,9 +114,12 @@ where
                     return Err(GatewayError::Csrf);
                 }
             }
+            let roles = session.roles();
+            // A browser session is always a person's.
+            let subject = person(session.subject).ok_or(GatewayError::NotSignedIn)?;
             ChatUser {
-                roles: session.roles(),
-                subject: Subject::new(session.subject),
+                roles,
+                subject,
                 name: session.name,
                 email: session.email,
                 via: Via::Session,
@@ -96,5 +127,48 @@ where
         };
         parts.extensions.insert(user.clone());
         Ok(user)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn principal(subject: &str, client_id: Option<&str>) -> Principal {
+        Principal {
+            subject: subject.to_owned(),
+            client_id: client_id.map(str::to_owned),
+            scopes: vec!["chat.write".to_owned()],
+            roles: Vec::new(),
+            name: None,
+            email: None,
+            token_id: None,
+            expires_at: 0,
+            actors: Vec::new(),
+        }
+    }
+
+    fn owner(subject: &str, client_id: Option<&str>) -> Option<String> {
+        owner_of(&principal(subject, client_id)).map(|s| s.as_str().to_owned())
+    }
+
+    #[test]
+    fn a_client_and_a_person_of_the_same_name_own_apart() {
+        // maitred-cli's client-credentials token, and a person called maitred-cli
+        // signed in through another client (an external issuer that allows it).
+        let client = owner("maitred-cli", Some("maitred-cli")).unwrap();
+        let person = owner("maitred-cli", Some("maitred-web")).unwrap();
+        assert_eq!(client, "client:maitred-cli");
+        assert_eq!(person, "maitred-cli", "people keep the key they always had");
+        assert_ne!(client, person);
+        assert_eq!(owner("ann", None).unwrap(), "ann");
+    }
+
+    #[test]
+    fn no_person_takes_a_clients_key() {
+        assert_eq!(owner("client:maitred-cli", Some("maitred-web")), None);
+        assert_eq!(owner("client:maitred-cli", None), None);
+        assert!(person("client:x".to_owned()).is_none());
+        assert!(person("clientele".to_owned()).is_some());
     }
 }

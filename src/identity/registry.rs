@@ -70,7 +70,27 @@ impl Registry {
         for client in &config.clients {
             registry.add_client(client, settings)?;
         }
+        registry.check_names_apart()?;
         Ok(registry)
+    }
+
+    /// A client-credentials token's `sub` is the client's id, a person's is their
+    /// username: were one name both, the person and the client would be one subject
+    /// to every resource server (one owner of conversations, one audit trail). Such
+    /// a configuration is refused, letter case aside.
+    fn check_names_apart(&self) -> anyhow::Result<()> {
+        for id in self.clients.keys() {
+            if let Some(user) = self
+                .users
+                .keys()
+                .find(|username| username.eq_ignore_ascii_case(id))
+            {
+                bail!(
+                    "user {user:?} has the name of client {id:?}: a person and a client cannot share a name (both would be the subject {id:?} of tokens)"
+                );
+            }
+        }
+        Ok(())
     }
 
     fn add_user(&mut self, user: &UserConfig) -> anyhow::Result<()> {
@@ -172,5 +192,46 @@ impl Registry {
         scopes.sort();
         scopes.dedup();
         scopes
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use std::path::PathBuf;
+
+    use super::*;
+
+    fn identity(username: &str, client: &str) -> IdentityFile {
+        use argon2::password_hash::PasswordHasher;
+        let hash = argon2::Argon2::default()
+            .hash_password(b"correct horse battery")
+            .unwrap()
+            .to_string();
+        toml::from_str(&format!(
+            r#"
+            [[users]]
+            username = "{username}"
+            password_hash = "{hash}"
+            [[clients]]
+            id = "{client}"
+            secret = "a-long-random-secret-1"
+            grants = ["client_credentials"]
+            scopes = ["chat.read", "chat.write"]
+            audiences = ["gateway"]
+            "#
+        ))
+        .unwrap()
+    }
+
+    #[test]
+    fn a_user_may_not_take_a_clients_name() {
+        let settings = Settings::local(PathBuf::from("data"), "sqlite::memory:".into());
+        assert!(Registry::from_config(&identity("alice", "maitred-cli"), &settings).is_ok());
+        for username in ["maitred-cli", "Maitred-CLI"] {
+            let refused = Registry::from_config(&identity(username, "maitred-cli"), &settings)
+                .unwrap_err()
+                .to_string();
+            assert!(refused.contains("cannot share a name"), "{refused}");
+        }
     }
 }

@@ -1,0 +1,130 @@
+//! The second round's smaller findings (issue 22, finding 6): a person and a client
+//! of one name. Performed as an attacker would, and shown to fail.
+
+use maitred::settings::{IdentityFile, Settings, sqlite_url};
+use serde_json::Value;
+
+use crate::browser::Browser;
+use crate::helpers::{Database, TestApp, of, test_settings};
+
+/// An identity file with one user and one client-credentials client.
+fn identity_file(dir: &std::path::Path, username: &str, client: &str) -> IdentityFile {
+    use argon2::password_hash::PasswordHasher;
+    let hash = argon2::Argon2::default()
+        .hash_password(b"correct horse battery")
+        .unwrap()
+        .to_string();
+    let path = dir.join("maitred.toml");
+    std::fs::write(
+        &path,
+        format!(
+            r#"
+            [[identity.users]]
+            username = "{username}"
+            password_hash = "{hash}"
+
+            [[identity.clients]]
+            id = "{client}"
+            secret = "a-long-enough-secret-value"
+            grants = ["client_credentials"]
+            scopes = ["chat.read", "chat.write"]
+            audiences = ["gateway"]
+            "#
+        ),
+    )
+    .unwrap();
+    IdentityFile::load(&path).unwrap()
+}
+
+fn settings_in(dir: &std::path::Path) -> Settings {
+    test_settings(dir.to_owned(), sqlite_url(&dir.join("maitred.db")))
+}
+
+/// Finding 6a, at the issuer: a client-credentials token's `sub` is the client's id,
+/// so a person named `reporting` next to a client `reporting` would be one subject
+/// with it (one owner of conversations). The identity provider refuses to start so.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_person_cannot_be_named_like_a_client() {
+    let dir = tempfile::tempdir().unwrap();
+    let mut settings = settings_in(dir.path());
+    let db = maitred::app::open_database(&settings, true).await.unwrap();
+    for username in ["reporting", "Reporting"] {
+        settings.identity.file = identity_file(dir.path(), username, "reporting");
+        let refused = maitred::app::backend_router(
+            &settings,
+            db.clone(),
+            maitred::http_client::new().unwrap(),
+        )
+        .await
+        .err()
+        .unwrap();
+        assert!(
+            format!("{refused:#}").contains("cannot share a name"),
+            "{refused:#}"
+        );
+    }
+    settings.identity.file = identity_file(dir.path(), "alice", "reporting");
+    assert!(
+        maitred::app::backend_router(&settings, db.clone(), maitred::http_client::new().unwrap())
+            .await
+            .is_ok()
+    );
+    db.close().await;
+}
+
+/// Finding 6a, at the gateway: a client acting for no person owns its conversations
+/// as `client:<id>`, a key no person's `sub` can be, whatever the issuer; people keep
+/// their `sub`, so their conversations are theirs as before.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_clients_conversations_are_kept_apart_from_peoples() {
+    let app = TestApp::spawn(&Database::Sqlite).await;
+    let client = app.chat_token().await;
+    let who: Value = app
+        .gateway_get("/api/auth/user", &client)
+        .await
+        .json()
+        .await
+        .unwrap();
+    assert_eq!(who["subject"], "client:maitred-cli");
+
+    let events = app.ask(&client, "hello", None).await.rest().await;
+    let conversation = of(&events, "meta")[0]["conversation_id"]
+        .as_str()
+        .unwrap()
+        .to_owned();
+    let (owner,): (String,) = sqlx::query_as("SELECT owner FROM conversations WHERE id = $1")
+        .bind(&conversation)
+        .fetch_one(app.db.pool())
+        .await
+        .unwrap();
+    assert_eq!(owner, "client:maitred-cli");
+    let listed: Value = app
+        .gateway_get("/api/v1/resos/conversations", &client)
+        .await
+        .json()
+        .await
+        .unwrap();
+    assert_eq!(listed[0]["id"], conversation.as_str());
+
+    // A person sees none of it, and owns under their own name as before.
+    let person = Browser::new().sign_in(&app, "user").await;
+    let theirs: Value = person
+        .browser
+        .get(&format!("{}/api/v1/resos/conversations", app.gateway_url))
+        .await
+        .json()
+        .await
+        .unwrap();
+    assert_eq!(theirs, serde_json::json!([]));
+    let opened = person
+        .browser
+        .get(&format!(
+            "{}/api/v1/resos/conversations/{conversation}",
+            app.gateway_url
+        ))
+        .await;
+    assert_eq!(opened.status(), 404);
+    let status = person.browser.status(&app).await;
+    assert_eq!(status["user"]["subject"], "user");
+    app.stop().await;
+}
