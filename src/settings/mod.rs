@@ -353,6 +353,26 @@ impl Settings {
                     );
                 }
             }
+            // The model gets the API key and every question and answer.
+            let models = self
+                .gateway
+                .llm
+                .iter()
+                .map(|llm| ("MAITRED_LLM_BASE_URL", llm.base_url.as_str()))
+                .chain(
+                    self.gateway
+                        .file
+                        .fallbacks
+                        .iter()
+                        .map(|f| ("a [[fallbacks]] base_url", f.base_url.as_str())),
+                );
+            for (name, url) in models {
+                if !urls::secure_or_loopback(url) {
+                    bail!(
+                        "{name} is {url}: production mode needs an https model URL (over plain http, the API key and every conversation cross the network in the clear); only loopback may use http"
+                    );
+                }
+            }
         }
         Ok(())
     }
@@ -393,6 +413,75 @@ mod tests {
         settings.mode = Mode::Dev;
         settings.identity.external_issuer = Some("http://id.example.com".into());
         assert!(settings.check().is_ok(), "dev mode takes plain http");
+    }
+
+    /// The model's URL gets the API key and every conversation: in production mode,
+    /// plain http is refused for it as for the public URLs, loopback aside.
+    #[test]
+    fn production_refuses_a_plain_http_model_except_loopback() {
+        let mut settings = Settings::local(PathBuf::from("data"), "sqlite::memory:".into());
+        settings.mode = Mode::Production;
+        settings.identity.file = toml::from_str(
+            r#"
+            [[users]]
+            username = "alice"
+            password_hash = "$argon2id$v=19$m=19456,t=2,p=1$c2FsdHNhbHQ$aGFzaA"
+            [[clients]]
+            id = "maitred-cli"
+            secret = "a-long-random-secret-1"
+            grants = ["client_credentials"]
+            scopes = ["chat.read"]
+            audiences = ["gateway"]
+            "#,
+        )
+        .unwrap();
+        let model = |base_url: &str| LlmSettings {
+            base_url: base_url.to_owned(),
+            api_key: Some("sk-secret".into()),
+            model: "gpt-4o-mini".into(),
+            temperature: None,
+            max_tokens: None,
+            tool_calls: Default::default(),
+        };
+        for refused in [
+            "http://api.example.com/v1",
+            "http://10.0.0.7:11434/v1",
+            "http://ollama:11434/v1",
+            "HTTP://api.example.com/v1",
+            "ftp://api.example.com/v1",
+        ] {
+            settings.gateway.llm = Some(model(refused));
+            let error = settings.check().unwrap_err().to_string();
+            assert!(
+                error.contains("MAITRED_LLM_BASE_URL") && !error.contains("sk-secret"),
+                "{refused}: {error}"
+            );
+        }
+        for allowed in [
+            "https://api.example.com/v1",
+            "http://localhost:11434/v1",
+            "http://127.0.0.1:8000/v1",
+            "http://[::1]:8000/v1",
+        ] {
+            settings.gateway.llm = Some(model(allowed));
+            assert!(
+                settings.check().is_ok(),
+                "{allowed}: {:?}",
+                settings.check()
+            );
+        }
+        // A fallback is checked the same way.
+        settings.gateway.file.fallbacks = toml::from_str::<GatewayFile>(
+            "[[fallbacks]]\nbase_url = \"http://api.example.com/v1\"\nmodel = \"m\"\n",
+        )
+        .unwrap()
+        .fallbacks;
+        let error = settings.check().unwrap_err().to_string();
+        assert!(error.contains("fallbacks"), "{error}");
+        // Dev mode takes plain http, as before.
+        settings.mode = Mode::Dev;
+        settings.gateway.llm = Some(model("http://api.example.com/v1"));
+        assert!(settings.check().is_ok());
     }
 
     #[test]

@@ -1,8 +1,11 @@
 //! The second round's smaller findings (issue 22, finding 6): a person and a client
-//! of one name. Performed as an attacker would, and shown to fail.
+//! of one name, and a model reached over plain http in production. Each performed as
+//! an attacker would, and shown to fail.
 
-use maitred::settings::{IdentityFile, Settings, sqlite_url};
+use maitred::app::{App, Role};
+use maitred::settings::{IdentityFile, LlmSettings, Mode, Settings, sqlite_url};
 use serde_json::Value;
+use tokio_util::sync::CancellationToken;
 
 use crate::browser::Browser;
 use crate::helpers::{Database, TestApp, of, test_settings};
@@ -127,4 +130,38 @@ async fn a_clients_conversations_are_kept_apart_from_peoples() {
     let status = person.browser.status(&app).await;
     assert_eq!(status["user"]["subject"], "user");
     app.stop().await;
+}
+
+/// Finding 6b: in production mode the gateway would send the model's API key (and
+/// every conversation) over plain http to a remote host. It refuses to start so.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn production_refuses_to_send_the_model_key_over_plain_http() {
+    let dir = tempfile::tempdir().unwrap();
+    let mut settings = settings_in(dir.path());
+    settings.mode = Mode::Production;
+    settings.identity.file = identity_file(dir.path(), "alice", "reporting");
+    let model = |base_url: &str| LlmSettings {
+        base_url: base_url.to_owned(),
+        api_key: Some("sk-never-in-clear".into()),
+        model: "gpt-4o-mini".into(),
+        temperature: None,
+        max_tokens: None,
+        tool_calls: Default::default(),
+    };
+    for url in ["http://llm.example.test/v1", "http://192.0.2.7:11434/v1"] {
+        let mut bound = App::bind(settings.clone(), Role::ALL).await.unwrap();
+        bound.settings.gateway.llm = Some(model(url));
+        let refused = bound.start(CancellationToken::new()).await.err().unwrap();
+        let refused = format!("{refused:#}");
+        assert!(
+            refused.contains("MAITRED_LLM_BASE_URL") && refused.contains("https"),
+            "{refused}"
+        );
+        assert!(!refused.contains("sk-never-in-clear"), "{refused}");
+    }
+    // https, or plain http to this very machine, is accepted.
+    for url in ["https://llm.example.test/v1", "http://127.0.0.1:11434/v1"] {
+        settings.gateway.llm = Some(model(url));
+        settings.check().unwrap();
+    }
 }
