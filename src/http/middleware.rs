@@ -20,6 +20,8 @@ use super::error::{Envelope, ErrorDetail, INTERNAL_MESSAGE};
 use crate::metrics::Metrics;
 use crate::trace_context::{TRACERESPONSE, TraceContext};
 
+mod request_id;
+
 pub const REQUEST_ID: HeaderName = HeaderName::from_static("x-request-id");
 
 /// Adds `GET /metrics` (from `metrics`) to `router` and wraps it all in the common
@@ -33,7 +35,9 @@ pub fn wrap(router: Router, metrics: &Metrics, proxies: &TrustedProxies) -> Rout
             header::COOKIE,
             header::SET_COOKIE,
         ]))
-        // Keep a caller's request id (so one id follows a request across roles), or mint one.
+        // Keep a caller's request id (so one id follows a request across roles) if it
+        // is a plain, short id, or mint one.
+        .layer(from_fn(request_id::drop_unacceptable))
         .layer(SetRequestIdLayer::new(REQUEST_ID, MakeRequestUuid))
         // Continue the caller's trace (W3C traceparent) or start one, before the span
         // is made: every log line of the request carries its trace id.

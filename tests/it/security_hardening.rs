@@ -1,6 +1,6 @@
 //! The second round's smaller findings (issue 22, finding 6): a person and a client
-//! of one name, and a model reached over plain http in production. Each performed as
-//! an attacker would, and shown to fail.
+//! of one name, a model reached over plain http in production, and a caller's own
+//! request id. Each performed as an attacker would, and shown to fail.
 
 use maitred::app::{App, Role};
 use maitred::settings::{IdentityFile, LlmSettings, Mode, Settings, sqlite_url};
@@ -164,4 +164,60 @@ async fn production_refuses_to_send_the_model_key_over_plain_http() {
         settings.gateway.llm = Some(model(url));
         settings.check().unwrap();
     }
+}
+
+/// Finding 6c: a caller's `x-request-id` went into every log line of its request and
+/// back in the response, whatever it was. A plain, short id is still kept (one id
+/// follows a request across the roles); anything else is replaced by a fresh one.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_callers_request_id_is_kept_only_when_it_is_a_plain_short_id() {
+    let app = TestApp::spawn(&Database::Sqlite).await;
+    let id_of = |response: &reqwest::Response| -> String {
+        let ids: Vec<_> = response.headers().get_all("x-request-id").iter().collect();
+        assert_eq!(ids.len(), 1, "{ids:?}");
+        ids[0].to_str().unwrap().to_owned()
+    };
+    let long = "a".repeat(65);
+    for base in [&app.gateway_url, &app.url] {
+        let kept = app
+            .http
+            .get(format!("{base}/healthz"))
+            .header("x-request-id", "req-01J9ZX.retry_2")
+            .send()
+            .await
+            .unwrap();
+        assert_eq!(id_of(&kept), "req-01J9ZX.retry_2");
+        for forged in [
+            long.as_str(),
+            "forged\" level=ERROR msg=\"admin signed in",
+            "<script>alert(1)</script>",
+            "a b",
+            "",
+        ] {
+            let response = app
+                .http
+                .get(format!("{base}/healthz"))
+                .header("x-request-id", forged)
+                .send()
+                .await
+                .unwrap();
+            let id = id_of(&response);
+            assert_ne!(id, forged);
+            assert!(
+                uuid::Uuid::parse_str(&id).is_ok(),
+                "{forged:?} replaced by {id:?}"
+            );
+        }
+        // Two ids: neither is trusted.
+        let response = app
+            .http
+            .get(format!("{base}/healthz"))
+            .header("x-request-id", "one")
+            .header("x-request-id", "two")
+            .send()
+            .await
+            .unwrap();
+        assert!(uuid::Uuid::parse_str(&id_of(&response)).is_ok());
+    }
+    app.stop().await;
 }
