@@ -107,6 +107,16 @@ pub(super) async fn insert_refresh(
     new: &NewRefresh<'_>,
 ) -> Result<(), sqlx::Error> {
     let now = chrono::Utc::now().timestamp();
+    let mut conn = db.pool().acquire().await?;
+    insert_refresh_on(&mut conn, token, new, now).await
+}
+
+async fn insert_refresh_on(
+    conn: &mut sqlx::AnyConnection,
+    token: &str,
+    new: &NewRefresh<'_>,
+    now: i64,
+) -> Result<(), sqlx::Error> {
     sqlx::query(
         "INSERT INTO refresh_tokens (token_hash, family_id, client_id, subject, scope, resource, expires_at, used_at, revoked, created_at) \
          VALUES ($1, $2, $3, $4, $5, $6, $7, NULL, 0, $8)",
@@ -119,40 +129,65 @@ pub(super) async fn insert_refresh(
     .bind(new.resource)
     .bind(new.expires_at)
     .bind(now)
-    .execute(db.pool())
+    .execute(conn)
     .await?;
     Ok(())
 }
 
-/// Rotation: the presented token is spent; exactly one concurrent redeemer sees `Fresh`.
-pub(super) async fn redeem_refresh(
+/// A refresh token as stored, looked up without spending it: the token endpoint runs
+/// every check first, so a refused request leaves the token as it was.
+pub(super) async fn find_refresh(
     db: &Db,
     token: &str,
-) -> Result<Redeemed<RefreshGrant>, sqlx::Error> {
-    let token_hash = hash(token);
-    let Some(grant) = sqlx::query_as::<_, RefreshGrant>(
-        "SELECT family_id, client_id, subject, scope, resource, expires_at, revoked FROM refresh_tokens WHERE token_hash = $1",
+) -> Result<Option<StoredRefresh>, sqlx::Error> {
+    let row = sqlx::query(
+        "SELECT family_id, client_id, subject, scope, resource, expires_at, revoked, used_at FROM refresh_tokens WHERE token_hash = $1",
     )
-    .bind(&token_hash)
+    .bind(hash(token))
     .fetch_optional(db.pool())
-    .await?
-    else {
-        return Ok(Redeemed::Unknown);
+    .await?;
+    let Some(row) = row else {
+        return Ok(None);
     };
+    Ok(Some(StoredRefresh {
+        grant: RefreshGrant::from_row(&row)?,
+        used: row.try_get::<Option<i64>, _>("used_at")?.is_some(),
+    }))
+}
+
+pub(super) struct StoredRefresh {
+    pub grant: RefreshGrant,
+    /// Spent by an earlier refresh: presenting it again is a sign of theft.
+    pub used: bool,
+}
+
+/// Rotation, once every check has passed: spends `presented` and stores `next` in one
+/// transaction. The spend is a compare-and-set on "not used, not revoked", so of
+/// concurrent rotations of one token exactly one returns `true`; the others (and a
+/// token used or revoked since it was looked up) get `false` and store nothing.
+pub(super) async fn rotate_refresh(
+    db: &Db,
+    presented: &str,
+    next: &str,
+    new: &NewRefresh<'_>,
+) -> Result<bool, sqlx::Error> {
     let now = chrono::Utc::now().timestamp();
+    let mut tx = db.begin_write().await?;
     let claimed = sqlx::query(
-        "UPDATE refresh_tokens SET used_at = $1 WHERE token_hash = $2 AND used_at IS NULL",
+        "UPDATE refresh_tokens SET used_at = $1 WHERE token_hash = $2 AND used_at IS NULL AND revoked = 0",
     )
     .bind(now)
-    .bind(&token_hash)
-    .execute(db.pool())
+    .bind(hash(presented))
+    .execute(&mut *tx)
     .await?
     .rows_affected();
-    Ok(if claimed == 1 {
-        Redeemed::Fresh(grant)
-    } else {
-        Redeemed::Reused(grant)
-    })
+    if claimed != 1 {
+        tx.rollback().await?;
+        return Ok(false);
+    }
+    insert_refresh_on(&mut tx, next, new, now).await?;
+    tx.commit().await?;
+    Ok(true)
 }
 
 /// Revokes every refresh token of a family (a login session).

@@ -313,22 +313,16 @@ async fn refresh_token(
     params: &Params,
 ) -> Result<TokenResponse, OAuthError> {
     let presented = params.required("refresh_token")?;
-    let grant = match store::redeem_refresh(&identity.db, presented).await? {
-        Redeemed::Fresh(grant) => grant,
-        Redeemed::Reused(grant) => {
-            let revoked = store::revoke_family(&identity.db, &grant.family_id).await?;
-            tracing::warn!(
-                client_id = %client.id,
-                subject = %grant.subject,
-                revoked,
-                "refresh token reused; revoking its whole family"
-            );
-            return Err(OAuthError::invalid_grant(
-                "the refresh token was already used; every token of this login is revoked, sign in again",
-            ));
-        }
-        Redeemed::Unknown => return Err(OAuthError::invalid_grant("unknown refresh token")),
+    // Check first, then spend: a request refused here (another client's token, a
+    // scope or resource beyond the grant) leaves the token as it was, so the next
+    // honest refresh still works instead of looking like a replay.
+    let Some(stored) = store::find_refresh(&identity.db, presented).await? else {
+        return Err(OAuthError::invalid_grant("unknown refresh token"));
     };
+    let grant = stored.grant;
+    if stored.used {
+        return Err(replayed(identity, client, &grant).await?);
+    }
     if grant.client_id != client.id {
         return Err(OAuthError::invalid_grant(
             "the refresh token was issued to another client",
@@ -355,9 +349,13 @@ async fn refresh_token(
         identity
             .tokens
             .access_token(&Subject::User(user), &client.id, &audience, &scopes)?;
+    // Every check passed: spend the token and store its successor at once. A
+    // concurrent refresh of the same token that spent it first makes this one a
+    // replay, so exactly one of them gets tokens.
     let next = crate::random::token(32);
-    store::insert_refresh(
+    let rotated = store::rotate_refresh(
         &identity.db,
+        presented,
         &next,
         &NewRefresh {
             family_id: &grant.family_id,
@@ -369,6 +367,9 @@ async fn refresh_token(
         },
     )
     .await?;
+    if !rotated {
+        return Err(replayed(identity, client, &grant).await?);
+    }
     Ok(TokenResponse {
         access_token: access.token,
         token_type: "Bearer",
@@ -377,4 +378,23 @@ async fn refresh_token(
         refresh_token: Some(next),
         id_token: None,
     })
+}
+
+/// A spent refresh token presented again is a sign of theft: every token of its login
+/// (family) is revoked, and the answer says so.
+async fn replayed(
+    identity: &SharedIdentity,
+    client: &Client,
+    grant: &store::RefreshGrant,
+) -> Result<OAuthError, OAuthError> {
+    let revoked = store::revoke_family(&identity.db, &grant.family_id).await?;
+    tracing::warn!(
+        client_id = %client.id,
+        subject = %grant.subject,
+        revoked,
+        "refresh token reused; revoking its whole family"
+    );
+    Ok(OAuthError::invalid_grant(
+        "the refresh token was already used; every token of this login is revoked, sign in again",
+    ))
 }
