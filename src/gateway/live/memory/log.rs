@@ -54,8 +54,10 @@ impl Buffer {
         self.failed.load(Ordering::SeqCst)
     }
 
-    /// Every event after `after`, then the live ones, ending with `done`.
+    /// Every event after `after`, then the live ones, ending with `done`; at once
+    /// when the answer has ended and `after` is at or past its `done`.
     fn follow(self: &Arc<Self>, after: u64) -> Events {
+        // Subscribed before the first look, so an event pushed in between still wakes us.
         let receiver = self.latest.subscribe();
         futures::stream::unfold(
             (self.clone(), receiver, after, false),
@@ -64,17 +66,23 @@ impl Buffer {
                     return None;
                 }
                 loop {
-                    // Events are numbered from 1 with no gaps: event n is at n - 1.
-                    let next = buffer
-                        .events
-                        .lock()
-                        .unwrap_or_else(|p| p.into_inner())
-                        .get(cursor as usize)
-                        .cloned();
+                    let (next, finished) = {
+                        let events = buffer.events.lock().unwrap_or_else(|p| p.into_inner());
+                        // Events are numbered from 1 with no gaps: event n is at n - 1.
+                        let next = usize::try_from(cursor)
+                            .ok()
+                            .and_then(|at| events.get(at))
+                            .cloned();
+                        (next, events.last().is_some_and(LoggedEvent::is_done))
+                    };
                     if let Some(event) = next {
                         let ended = event.is_done();
                         let seq = event.seq;
                         return Some((event, (buffer, receiver, seq, ended)));
+                    }
+                    if finished {
+                        // Nothing after the viewer's place, and nothing will come.
+                        return None;
                     }
                     if receiver.changed().await.is_err() {
                         return None;
@@ -257,11 +265,15 @@ impl EventLog {
         id: &MessageId,
         after: u64,
     ) -> Result<Vec<LoggedEvent>, LiveError> {
+        // Sequence numbers are stored as i64: past it, there is nothing after.
+        let Ok(after) = i64::try_from(after) else {
+            return Ok(Vec::new());
+        };
         let rows: Vec<(i64, String, String)> = sqlx::query_as(
             "SELECT seq, name, data FROM answer_events WHERE message_id = $1 AND seq > $2 ORDER BY seq",
         )
         .bind(id)
-        .bind(after as i64)
+        .bind(after)
         .fetch_all(self.db.pool())
         .await?;
         Ok(rows

@@ -3,6 +3,11 @@
 //! order. A gap (an announcement lost with a connection, a follower that fell behind)
 //! is filled from the stream, and the stream is read again now and then, so nothing
 //! is missed even when pub/sub drops a message.
+//!
+//! An answer whose stream ends with `done`, or whose status is no longer `running`
+//! (its `done` is appended before the status changes), has its whole stream written:
+//! once the follower has read the stream after seeing that, what it read is all there
+//! is, and it ends after it, even when the viewer's place is at or past the `done`.
 
 use std::collections::VecDeque;
 use std::time::Duration;
@@ -29,6 +34,8 @@ pub(super) struct Follower {
     /// The last event given to the viewer.
     cursor: u64,
     ended: bool,
+    /// The answer had ended when the stream was last read: nothing more will come.
+    complete: bool,
     /// Between heartbeats: "someone watches" for the owner, and a re-read of the
     /// stream in case an announcement was lost.
     beat: tokio::time::Interval,
@@ -52,11 +59,29 @@ impl Follower {
             pending: VecDeque::new(),
             cursor: after,
             ended: false,
+            complete: false,
             beat: tokio::time::interval((grace / 3).max(Duration::from_millis(200))),
             grace,
         };
+        // Subscribed first: an answer that ends after this look still reaches us.
+        let ended = follower.ended().await?;
         follower.catch_up().await?;
+        follower.complete = ended;
         Ok(follower)
+    }
+
+    /// Whether the answer has ended: its status is no longer `running` (or has expired),
+    /// or its stream already ends with `done` (its status follows a moment later).
+    async fn ended(&mut self) -> Result<bool, LiveError> {
+        let (status, last): (Option<String>, StreamRangeReply) = redis::pipe()
+            .hget(&self.answer_key, "status")
+            .xrevrange_count(&self.events_key, "+", "-", 1)
+            .query_async(&mut self.conn)
+            .await?;
+        Ok(status.as_deref() != Some("running")
+            || wire::from_range(last)
+                .last()
+                .is_some_and(LoggedEvent::is_done))
     }
 
     pub(super) fn into_stream(self) -> Events {
@@ -68,7 +93,10 @@ impl Follower {
 
     /// The stream's entries after the cursor (up to `until`, when filling a gap).
     async fn read(&mut self, until: Option<u64>) -> Result<Vec<LoggedEvent>, LiveError> {
-        let start = format!("{}-0", self.cursor + 1);
+        let Some(first) = self.cursor.checked_add(1) else {
+            return Ok(Vec::new());
+        };
+        let start = format!("{first}-0");
         let end = until.map_or_else(|| "+".to_owned(), |seq| format!("{seq}-0"));
         let reply: StreamRangeReply = self.conn.xrange(&self.events_key, start, end).await?;
         Ok(wire::from_range(reply))
@@ -87,6 +115,11 @@ impl Follower {
             }
             if let Some(event) = self.pending.pop_front() {
                 if event.seq <= self.cursor {
+                    if event.is_done() {
+                        // The viewer came back past the end.
+                        self.ended = true;
+                        return None;
+                    }
                     continue;
                 }
                 if event.seq > self.cursor + 1 {
@@ -108,6 +141,10 @@ impl Follower {
                 self.ended = event.is_done();
                 return Some(event);
             }
+            if self.complete {
+                self.ended = true;
+                return None;
+            }
             tokio::select! {
                 batch = self.subscription.receiver.recv() => match batch {
                     Ok(batch) if !batch.is_empty() => self.pending.extend(batch.iter().cloned()),
@@ -128,7 +165,8 @@ impl Follower {
     }
 
     /// Tells the owner someone watches, reads the stream again, and notices an answer
-    /// that ended without its `done` reaching us (its stream expired).
+    /// that ended without a `done` after the viewer's place reaching us (the viewer
+    /// is past it, or its stream expired).
     async fn heartbeat(&mut self) -> Result<(), LiveError> {
         let _: () = redis::cmd("SET")
             .arg(&self.watched_key)
@@ -137,13 +175,10 @@ impl Follower {
             .arg(self.grace.as_millis() as u64)
             .query_async(&mut self.conn)
             .await?;
+        // Looked at before the read: an ended answer's stream is then read whole.
+        let ended = self.ended().await?;
         self.catch_up().await?;
-        if self.pending.is_empty() {
-            let status: Option<String> = self.conn.hget(&self.answer_key, "status").await?;
-            if status.is_none() {
-                self.ended = true;
-            }
-        }
+        self.complete = ended;
         Ok(())
     }
 }
