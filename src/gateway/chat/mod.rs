@@ -140,7 +140,8 @@ pub(crate) async fn ask(
 }
 
 /// `GET /api/v1/resos/stream/chat/{message_id}`: watch again, after `Last-Event-ID`,
-/// on any replica.
+/// on any replica. The stream ends after the answer's `done` (at once if the viewer
+/// had seen it).
 pub async fn resume(
     State(state): State<GatewayState>,
     user: ChatUser,
@@ -148,11 +149,7 @@ pub async fn resume(
     headers: HeaderMap,
 ) -> Result<Response, GatewayError> {
     let id: MessageId = parse_id("generation", &message_id)?;
-    let last_seen = headers
-        .get("last-event-id")
-        .and_then(|v| v.to_str().ok())
-        .and_then(|v| v.trim().parse().ok())
-        .unwrap_or(0);
+    let last_seen = last_event_id(&headers)?;
     let watching = state.live.local().watching(&id);
     let events = state
         .live
@@ -180,6 +177,32 @@ pub async fn resume(
         watching,
         state.settings.sse_keepalive,
     ))
+}
+
+/// The viewer's place from `Last-Event-ID`: 0 (from the start) when absent or empty.
+/// An id is a whole number of at most 20 digits that fits 64 bits; anything else
+/// (a sign, a fraction, letters, 2^64 or more) is refused with 400 rather than read
+/// as 0, which would replay the whole answer. An id past the answer's last event is
+/// allowed: nothing is replayed, and the stream ends with the answer (at once if it
+/// has ended).
+fn last_event_id(headers: &HeaderMap) -> Result<u64, GatewayError> {
+    let Some(value) = headers.get("last-event-id") else {
+        return Ok(0);
+    };
+    let refused = || {
+        GatewayError::InvalidRequest(
+            "Last-Event-ID must be the id of an event of this stream: a whole number below 2^64"
+                .to_owned(),
+        )
+    };
+    let text = value.to_str().map_err(|_| refused())?.trim();
+    if text.is_empty() {
+        return Ok(0);
+    }
+    if !text.bytes().all(|b| b.is_ascii_digit()) {
+        return Err(refused());
+    }
+    text.parse().map_err(|_| refused())
 }
 
 /// `POST /api/v1/resos/chat/{message_id}/cancel`, on any replica.
@@ -265,4 +288,41 @@ pub async fn delete_conversation(
     }
     state.store.delete(&user.subject, &id).await?;
     Ok(StatusCode::NO_CONTENT)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn place(value: Option<&str>) -> Result<u64, GatewayError> {
+        let mut headers = HeaderMap::new();
+        if let Some(value) = value {
+            headers.insert("last-event-id", HeaderValue::from_str(value).unwrap());
+        }
+        last_event_id(&headers)
+    }
+
+    #[test]
+    fn last_event_id_is_a_whole_number_or_refused() {
+        assert_eq!(place(None).unwrap(), 0);
+        assert_eq!(place(Some("")).unwrap(), 0);
+        assert_eq!(place(Some(" 7 ")).unwrap(), 7);
+        assert_eq!(place(Some("9223372036854775808")).unwrap(), 1 << 63);
+        assert_eq!(place(Some("18446744073709551615")).unwrap(), u64::MAX);
+        for hostile in [
+            "-1",
+            "+5",
+            "abc",
+            "1.5",
+            "0x10",
+            "18446744073709551616",
+            "18446744073709551621",
+            "99999999999999999999999",
+        ] {
+            assert!(
+                matches!(place(Some(hostile)), Err(GatewayError::InvalidRequest(_))),
+                "{hostile} must be refused"
+            );
+        }
+    }
 }
