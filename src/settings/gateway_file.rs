@@ -25,6 +25,7 @@
 //! [limits]
 //! requests_per_minute = 30              # chat questions per user
 //! concurrent_generations = 3            # answers running at once per user
+//! concurrent_viewers = 20               # answer streams open at once per user
 //!
 //! [policy.USER]                         # by role; several roles: the most permissive
 //! write_tools = false                   # no tool that is not read-only
@@ -175,6 +176,8 @@ pub struct Limits {
     pub requests_per_minute: u32,
     /// Answers running at once per user.
     pub concurrent_generations: usize,
+    /// Answer streams open at once per user: asking and watching again alike.
+    pub concurrent_viewers: usize,
     /// Tool calls one question may make in all.
     pub tool_calls_per_question: usize,
 }
@@ -184,6 +187,7 @@ impl Default for Limits {
         Self {
             requests_per_minute: 30,
             concurrent_generations: 3,
+            concurrent_viewers: 20,
             tool_calls_per_question: 25,
         }
     }
@@ -229,6 +233,9 @@ impl GatewayFile {
         check_servers(&file.mcp_servers)?;
         if file.resilience.model_concurrency == 0 || file.limits.concurrent_generations == 0 {
             anyhow::bail!("model_concurrency and concurrent_generations must be at least 1");
+        }
+        if file.limits.concurrent_viewers == 0 {
+            anyhow::bail!("concurrent_viewers must be at least 1");
         }
         Ok(file)
     }

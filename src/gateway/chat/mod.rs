@@ -140,8 +140,8 @@ pub(crate) async fn ask(
 }
 
 /// `GET /api/v1/resos/stream/chat/{message_id}`: watch again, after `Last-Event-ID`,
-/// on any replica. The stream ends after the answer's `done` (at once if the viewer
-/// had seen it).
+/// on any replica. The stream counts among the person's open streams while it lasts,
+/// and ends after the answer's `done` (at once if the viewer had seen it).
 pub async fn resume(
     State(state): State<GatewayState>,
     user: ChatUser,
@@ -150,7 +150,8 @@ pub async fn resume(
 ) -> Result<Response, GatewayError> {
     let id: MessageId = parse_id("generation", &message_id)?;
     let last_seen = last_event_id(&headers)?;
-    let watching = state.live.local().watching(&id);
+    let slot = state.live.view(&user.subject).await?;
+    let watching = state.live.local().watching(&id, slot);
     let events = state
         .live
         .follow(&id, &user.subject, last_seen)

@@ -1,7 +1,8 @@
 //! How a question starts an answer, whichever API it came through: admitted within
-//! the person's limits, its question stored, its `meta` recorded, and the answer
-//! loop running detached from the request. The caller gets the answer's events to
-//! send on, and a guard that counts it as watching.
+//! the person's limits (its stream counted among their open streams, its answer
+//! among their running answers), its question stored, its `meta` recorded, and the
+//! answer loop running detached from the request. The caller gets the answer's events
+//! to send on, and a guard that counts it as watching (and holds its stream's slot).
 
 use std::sync::Arc;
 use std::time::Instant;
@@ -57,14 +58,18 @@ pub async fn start(state: &GatewayState, new: NewAnswer) -> Result<Started, Gate
         conversation: continued.clone().unwrap_or_default(),
         owner: user.subject.clone(),
     };
-    state.live.admit(&answer).await.inspect_err(|error| {
+    let refused = |error: &GatewayError| {
         if let GatewayError::RateLimited { reason, .. } = error {
             tracing::info!(subject = ?user.subject, reason = ?reason, "question refused");
         }
         state.gateway_metrics.refused("limited");
-    })?;
+    };
+    // The asker's stream is one of their open streams: taken first, so a question
+    // refused for it starts nothing.
+    let slot = state.live.view(&user.subject).await.inspect_err(refused)?;
+    state.live.admit(&answer).await.inspect_err(refused)?;
     let local = state.live.local().start(answer.clone());
-    let watching = state.live.local().watching(&answer.message);
+    let watching = state.live.local().watching(&answer.message, slot);
     let events = state
         .live
         .follow(&answer.message, &answer.owner, 0)

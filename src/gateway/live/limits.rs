@@ -1,7 +1,8 @@
-//! Limits in one process: a person's questions per minute and answers running at
-//! once (both refuse with 429 and `Retry-After` before anything is stored), and each
-//! model's requests at once and per minute (over them, a request waits its turn).
-//! The Redis live state keeps the same counts shared by every replica.
+//! Limits in one process: a person's questions per minute, answers running at once
+//! and answer streams open at once (all refuse with 429 and `Retry-After` before
+//! anything is stored or followed), and each model's requests at once and per minute
+//! (over them, a request waits its turn). The Redis live state keeps the same counts
+//! shared by every replica.
 
 use std::collections::HashMap;
 use std::num::NonZeroU32;
@@ -28,6 +29,8 @@ pub(super) struct UserLimits {
     per_minute: u32,
     concurrent: usize,
     running: Arc<Mutex<HashMap<String, usize>>>,
+    viewers: usize,
+    watching: Arc<Mutex<HashMap<String, usize>>>,
 }
 
 /// One running answer counted against its owner until dropped.
@@ -44,7 +47,25 @@ impl UserLimits {
             per_minute: limits.requests_per_minute,
             concurrent: limits.concurrent_generations.max(1),
             running: Arc::default(),
+            viewers: limits.concurrent_viewers.max(1),
+            watching: Arc::default(),
         }
+    }
+
+    /// Counts one more open answer stream of `owner` until the slot drops, or
+    /// refuses it past the person's cap.
+    pub(super) fn view(&self, owner: &Subject) -> Result<ViewerSlot, GatewayError> {
+        let owner = owner.as_str();
+        let mut watching = self.watching.lock().unwrap_or_else(|p| p.into_inner());
+        let now = watching.get(owner).copied().unwrap_or(0);
+        if now >= self.viewers {
+            return Err(too_many_viewers(now, self.viewers));
+        }
+        *watching.entry(owner.to_owned()).or_default() += 1;
+        Ok(ViewerSlot::new(Open {
+            owner: owner.to_owned(),
+            watching: self.watching.clone(),
+        }))
     }
 
     /// Admits one more question from `owner`, or says when to come back.
@@ -89,6 +110,46 @@ impl Drop for Admission {
             *count -= 1;
             if *count == 0 {
                 running.remove(&self.owner);
+            }
+        }
+    }
+}
+
+/// The 429 of a person who has `open` answer streams open, `most` allowed.
+pub(super) fn too_many_viewers(open: impl std::fmt::Display, most: usize) -> GatewayError {
+    GatewayError::RateLimited {
+        reason: format!(
+            "you already have {open} answer streams open (the limit is {most}); close one first"
+        ),
+        retry_after: 5,
+    }
+}
+
+/// One open answer stream (asking or watching again), counted against its person
+/// until dropped.
+pub struct ViewerSlot(
+    #[expect(dead_code, reason = "held for its Drop, which frees the slot")] Box<dyn Send + Sync>,
+);
+
+impl ViewerSlot {
+    pub(super) fn new(release: impl Send + Sync + 'static) -> Self {
+        Self(Box::new(release))
+    }
+}
+
+/// An open stream in one process's count.
+struct Open {
+    owner: String,
+    watching: Arc<Mutex<HashMap<String, usize>>>,
+}
+
+impl Drop for Open {
+    fn drop(&mut self) {
+        let mut watching = self.watching.lock().unwrap_or_else(|p| p.into_inner());
+        if let Some(count) = watching.get_mut(&self.owner) {
+            *count -= 1;
+            if *count == 0 {
+                watching.remove(&self.owner);
             }
         }
     }
@@ -183,6 +244,33 @@ mod tests {
             concurrent_generations,
             ..Limits::default()
         })
+    }
+
+    #[test]
+    fn open_streams_are_counted_per_person_until_they_close() {
+        let limits = UserLimits::new(&Limits {
+            concurrent_viewers: 2,
+            ..Limits::default()
+        });
+        let ann = Subject::new("ann");
+        let first = limits.view(&ann).unwrap();
+        let _second = limits.view(&ann).unwrap();
+        match limits.view(&ann) {
+            Err(GatewayError::RateLimited {
+                retry_after,
+                reason,
+            }) => {
+                assert_eq!(retry_after, 5);
+                assert!(reason.contains("2 answer streams open"), "{reason}");
+            }
+            _ => panic!("a third stream must be refused"),
+        }
+        assert!(
+            limits.view(&Subject::new("bob")).is_ok(),
+            "another person is not affected"
+        );
+        drop(first);
+        assert!(limits.view(&ann).is_ok(), "a closed stream frees its slot");
     }
 
     #[test]

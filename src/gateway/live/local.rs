@@ -10,6 +10,7 @@ use std::time::{Duration, Instant};
 use tokio::sync::Notify;
 use tokio_util::sync::CancellationToken;
 
+use super::ViewerSlot;
 use crate::gateway::answer::ports::AnswerRef;
 use crate::gateway::ids::MessageId;
 use crate::gateway::metrics::GatewayMetrics;
@@ -99,8 +100,9 @@ impl Local {
         self.lock().values().cloned().collect()
     }
 
-    /// Counts a viewer of `id` here for as long as the guard lives.
-    pub fn watching(&self, id: &MessageId) -> Watching {
+    /// Counts a viewer of `id` here for as long as the guard lives; `slot`, its place
+    /// among its person's open streams, is freed with it.
+    pub fn watching(&self, id: &MessageId, slot: ViewerSlot) -> Watching {
         self.metrics.viewers.inc();
         let local = self.get(id);
         if let Some(local) = &local {
@@ -113,6 +115,7 @@ impl Local {
         Watching {
             local,
             metrics: self.metrics.clone(),
+            _slot: slot,
         }
     }
 
@@ -183,6 +186,7 @@ impl Local {
 pub struct Watching {
     local: Option<Arc<LocalAnswer>>,
     metrics: GatewayMetrics,
+    _slot: ViewerSlot,
 }
 
 impl Drop for Watching {

@@ -29,7 +29,7 @@ use async_trait::async_trait;
 use futures::stream::BoxStream;
 
 pub use event::LoggedEvent;
-pub use limits::{Admission, LocalModelLimits, ModelLimits, ModelPermit};
+pub use limits::{Admission, LocalModelLimits, ModelLimits, ModelPermit, ViewerSlot};
 pub use local::{Local, LocalAnswer, Watching};
 pub use running::Running;
 
@@ -121,7 +121,14 @@ pub trait LiveState: Send + Sync {
     /// answers and this replica's care; its events stay for late viewers a while.
     async fn finish(&self, answer: &AnswerRef);
 
+    /// Counts one more open answer stream of `owner` (asking or watching again), on
+    /// every replica, until the slot drops; past the person's `concurrent_viewers`,
+    /// 429 with when to come back.
+    async fn view(&self, owner: &Subject) -> Result<ViewerSlot, GatewayError>;
+
     /// `owner`'s answer `id`: its events after `after`, then the live ones up to `done`.
+    /// The events end after `done`, or at once when the answer has ended and `after`
+    /// is at or past its `done`: a viewer is never left waiting on a finished answer.
     /// `None` when there is no such answer anywhere (or it is not `owner`'s).
     async fn follow(
         &self,

@@ -19,7 +19,7 @@ use super::batch::Committer;
 use super::limits::{LocalModelLimits, UserLimits};
 use super::{
     Admission, CancelOutcome, Events, LiveError, LiveState, Local, LoggedEvent, ModelLimits,
-    Timings, recover,
+    Timings, ViewerSlot, recover,
 };
 use crate::db::Db;
 use crate::gateway::answer::ports::AnswerRef;
@@ -197,6 +197,10 @@ impl LiveState for MemoryLive {
             .remove(&answer.message);
         self.local.finish(&answer.message);
         self.retire(&answer.message);
+    }
+
+    async fn view(&self, owner: &Subject) -> Result<ViewerSlot, GatewayError> {
+        self.limits.view(owner)
     }
 
     async fn follow(

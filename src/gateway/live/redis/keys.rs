@@ -63,6 +63,17 @@ impl Keys {
         )
     }
 
+    /// A person's open answer streams (a sorted set, like their running answers), with
+    /// their question rate's key beside it for the admitting script (which leaves it
+    /// alone: streams have no rate).
+    pub(super) fn viewers(&self, subject: &Subject) -> (String, String) {
+        let tag = tag("person", subject.as_str());
+        (
+            format!("{}:{{{tag}}}:viewers", self.prefix),
+            format!("{}:{{{tag}}}:rate", self.prefix),
+        )
+    }
+
     /// A model's requests in flight (a sorted set) and request rate (GCRA).
     pub(super) fn model(&self, model: &str) -> (String, String) {
         let tag = tag("model", model);
@@ -109,5 +120,8 @@ mod tests {
             rate.split('}').next(),
             "one slot for one person"
         );
+        let (viewers, _) = keys.viewers(&Subject::new("eve}{evil"));
+        assert_eq!(viewers.split('}').next(), running.split('}').next());
+        assert_ne!(viewers, running);
     }
 }

@@ -84,15 +84,23 @@ async fn renew_all(live: &RedisLive, renew: &Script) -> Result<(), LiveError> {
             .ignore();
         pipe.query_async::<()>(&mut conn).await?;
     }
-    let slot_expiry = now_ms() + live.limits.slot_lease().as_millis() as i64;
+    let slot_lease = live.limits.slot_lease().as_millis() as i64;
+    let slot_expiry = now_ms() + slot_lease;
     for (token, key) in live.limits.held_slots() {
-        let _: i64 = redis::cmd("ZADD")
+        // The set lives on with its slots: one held longer than the set's first expiry
+        // (an open stream can last many minutes) stays counted.
+        let mut pipe = redis::pipe();
+        pipe.cmd("ZADD")
             .arg(&key)
             .arg("XX")
             .arg(slot_expiry)
             .arg(&token)
-            .query_async(&mut conn)
-            .await?;
+            .ignore()
+            .cmd("PEXPIRE")
+            .arg(&key)
+            .arg(slot_lease + 60_000)
+            .ignore();
+        pipe.query_async::<()>(&mut conn).await?;
     }
     Ok(())
 }

@@ -1,5 +1,5 @@
-//! Limits shared by every replica: a person's running answers and questions per
-//! minute, a model's requests at once and per minute. Each is one script over keys
+//! Limits shared by every replica: a person's running answers, questions per minute
+//! and open answer streams, a model's requests at once and per minute. Each is one script over keys
 //! of one hash slot: a sorted set of what is running (scored by when it lapses, so
 //! a dead replica's count goes by itself) and a GCRA rate (the same algorithm the
 //! in-process limits use).
@@ -16,7 +16,8 @@ use tokio::sync::mpsc;
 use super::keys::Keys;
 use crate::gateway::error::GatewayError;
 use crate::gateway::ids::{MessageId, Subject};
-use crate::gateway::live::{ModelLimits, ModelPermit};
+use crate::gateway::live::limits::too_many_viewers;
+use crate::gateway::live::{ModelLimits, ModelPermit, ViewerSlot};
 use crate::gateway::llm::ModelError;
 use crate::settings::gateway_file::{Limits, Resilience};
 
@@ -151,6 +152,36 @@ impl RedisLimits {
         }
     }
 
+    /// One more open answer stream of `owner`, counted on every replica until the
+    /// slot drops (or, its replica dead, its lease lapses).
+    pub(super) async fn admit_viewer(&self, owner: &Subject) -> Result<ViewerSlot, GatewayError> {
+        let keys = self.keys.viewers(owner);
+        let token = format!("view_{}", uuid::Uuid::now_v7().simple());
+        let expiry = now_ms() + SLOT_LEASE.as_millis() as i64;
+        let most = self.person.concurrent_viewers.max(1);
+        let (verdict, open) = self
+            .admit_one(&keys, &token, expiry, most, (0, 0))
+            .await
+            .map_err(|e| GatewayError::LiveUnavailable(e.to_string()))?;
+        if verdict != 0 {
+            return Err(too_many_viewers(open, most));
+        }
+        Ok(ViewerSlot::new(self.hold(token, keys.0)))
+    }
+
+    /// A slot admitted under `key`: renewed by the lease loop until dropped.
+    fn hold(&self, token: String, key: String) -> Slot {
+        self.held
+            .lock()
+            .unwrap_or_else(|p| p.into_inner())
+            .insert(token.clone(), key.clone());
+        Slot {
+            token,
+            key,
+            release: self.release.clone(),
+        }
+    }
+
     /// The commands that keep a running answer counted, or forget it.
     pub(super) fn person_running(&self, owner: &Subject) -> String {
         self.keys.person(owner).0
@@ -178,7 +209,7 @@ impl RedisLimits {
     }
 }
 
-/// Gives a model slot back when the request's stream ends.
+/// Gives a slot (a model's, or a person's open stream) back when its stream ends.
 struct Slot {
     token: String,
     key: String,
@@ -213,15 +244,7 @@ impl ModelLimits for RedisLimits {
                 .await
                 .map_err(|e| ModelError::Busy(format!("the shared model limits: {e}")))?;
             if verdict == 0 {
-                self.held
-                    .lock()
-                    .unwrap_or_else(|p| p.into_inner())
-                    .insert(token.clone(), keys.0.clone());
-                return Ok(ModelPermit::new(Slot {
-                    token,
-                    key: keys.0,
-                    release: self.release.clone(),
-                }));
+                return Ok(ModelPermit::new(self.hold(token, keys.0)));
             }
             let pause = if verdict == 2 {
                 Duration::from_millis(value.max(1) as u64)

@@ -25,6 +25,7 @@ use tokio_util::task::TaskTracker;
 use super::batch::Committer;
 use super::{
     CancelOutcome, Events, LiveError, LiveState, Local, LoggedEvent, ModelLimits, Timings,
+    ViewerSlot,
 };
 use crate::gateway::answer::ports::AnswerRef;
 use crate::gateway::chat::store::Store;
@@ -291,6 +292,10 @@ impl LiveState for RedisLive {
             // Its lease lapses by itself, and a replica's sweep finds it ended.
             tracing::warn!(%error, message_id = %answer.message, "releasing a finished answer");
         }
+    }
+
+    async fn view(&self, owner: &Subject) -> Result<ViewerSlot, GatewayError> {
+        self.limits.admit_viewer(owner).await
     }
 
     async fn follow(
