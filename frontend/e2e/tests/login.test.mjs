@@ -1,6 +1,7 @@
 // Attacks on the browser login, performed in a real browser, since browsers parse
 // URLs their own way: a callback URL sent by an attacker signs nobody in, and no
-// return_to leads off the gateway's origin after sign-in.
+// return_to leads off the gateway's origin after sign-in, not even one whose dot
+// segments resolve to `//another.host`.
 
 import assert from 'node:assert/strict';
 import { after, before, describe, test } from 'node:test';
@@ -76,6 +77,11 @@ describe('the browser login under attack', () => {
     'javascript:alert(document.domain)',
     '%2F%2Fevil.example',
     `/${'a'.repeat(4096)}`,
+    // Dot segments that resolve to a leading // (issue 22, finding 1), plain and encoded.
+    '/..//evil.example/phish',
+    '/.//evil.example/phish',
+    '/a/..//evil.example/phish',
+    '/%2e%2e//evil.example/phish',
   ]) {
     it(`return_to ${JSON.stringify(hostile.slice(0, 24))} stays on the gateway`, async () => {
       page = await newPage(browser, stack);
