@@ -487,25 +487,25 @@ async fn a_form_is_answered(database: &Database, versions: Revision) {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_form_is_answered_in_the_2025_11_25_protocol() {
-    a_form_is_answered(&Database::Sqlite, LEGACY).await;
+    Box::pin(a_form_is_answered(&Database::Sqlite, LEGACY)).await;
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_form_is_answered_in_the_2026_07_28_protocol() {
-    a_form_is_answered(&Database::Sqlite, MODERN).await;
+    Box::pin(a_form_is_answered(&Database::Sqlite, MODERN)).await;
 }
 
 /// An rmcp server limited to 2025-11-25 refuses `server/discover`'s version rather
 /// than the method; the gateway then greets it the 2025-11-25 way.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_form_is_answered_by_a_server_that_knows_discover_but_speaks_2025_11_25() {
-    a_form_is_answered(&Database::Sqlite, Revision::Restricted).await;
+    Box::pin(a_form_is_answered(&Database::Sqlite, Revision::Restricted)).await;
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_form_is_answered_on_postgresql() {
     if let Some(postgres) = Database::postgres() {
-        a_form_is_answered(&postgres, LEGACY).await;
+        Box::pin(a_form_is_answered(&postgres, LEGACY)).await;
     }
 }
 
@@ -545,8 +545,8 @@ async fn a_page_is_declined(versions: Revision) {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_page_is_declined_in_both_protocols() {
-    a_page_is_declined(LEGACY).await;
-    a_page_is_declined(MODERN).await;
+    Box::pin(a_page_is_declined(LEGACY)).await;
+    Box::pin(a_page_is_declined(MODERN)).await;
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
@@ -747,12 +747,12 @@ async fn progress_is_paced(versions: Revision) {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn progress_is_paced_in_the_2025_11_25_protocol() {
-    progress_is_paced(LEGACY).await;
+    Box::pin(progress_is_paced(LEGACY)).await;
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn progress_is_paced_in_the_2026_07_28_protocol() {
-    progress_is_paced(MODERN).await;
+    Box::pin(progress_is_paced(MODERN)).await;
 }
 
 /// Two people's calls wait on the same server (one MCP connection) at once: each
@@ -858,12 +858,12 @@ async fn two_people_never_see_each_others_requests(versions: Revision) {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn two_people_never_see_each_others_requests_in_the_2025_11_25_protocol() {
-    two_people_never_see_each_others_requests(LEGACY).await;
+    Box::pin(two_people_never_see_each_others_requests(LEGACY)).await;
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn two_people_never_see_each_others_requests_in_the_2026_07_28_protocol() {
-    two_people_never_see_each_others_requests(MODERN).await;
+    Box::pin(two_people_never_see_each_others_requests(MODERN)).await;
 }
 
 /// A request that comes on no call's stream cannot be told apart: it is declined,

@@ -333,20 +333,20 @@ async fn ask_for_tables(tweak: impl FnOnce(&mut ServerConfig)) -> Vec<SseEvent> 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_third_party_server_cannot_skip_approval_by_calling_its_tools_read_only() {
     // It says getTables is read-only; nobody vouched for it: the person is asked.
-    let events = ask_for_tables(|_| {}).await;
+    let events = Box::pin(ask_for_tables(|_| {})).await;
     assert_eq!(of(&events, "approval_required").len(), 1);
     assert_eq!(of(&events, "tool_result")[0]["status"], "denied");
 
     // The operator vouches for it: it runs without asking.
-    let events = ask_for_tables(|s| s.read_only_tools = vec!["get*".into()]).await;
+    let events = Box::pin(ask_for_tables(|s| s.read_only_tools = vec!["get*".into()])).await;
     assert!(of(&events, "approval_required").is_empty());
     assert_eq!(of(&events, "tool_result")[0]["status"], "ok");
 
     // A trusted server's read-only tool can still be put behind approval.
-    let events = ask_for_tables(|s| {
+    let events = Box::pin(ask_for_tables(|s| {
         s.trust_annotations = true;
         s.require_approval = vec!["getTables".into()];
-    })
+    }))
     .await;
     assert_eq!(of(&events, "approval_required").len(), 1);
 }
