@@ -173,6 +173,31 @@ pub struct CommonArgs {
         default_value_t = ForwardedHeader::XForwardedFor
     )]
     pub forwarded_header: ForwardedHeader,
+
+    #[command(flatten)]
+    pub timeouts: TimeoutArgs,
+}
+
+/// How long a slow client may hold a connection (every role).
+#[derive(Debug, Clone, Args)]
+pub struct TimeoutArgs {
+    /// Longest a client may take to send a request's head (also how long a kept-alive
+    /// connection may sit idle); then the connection is closed.
+    #[arg(long, env = "MAITRED_HEADER_READ_TIMEOUT", default_value_t = Span(defaults::HEADER_READ_TIMEOUT))]
+    pub header_read_timeout: Span,
+
+    /// Longest pause while a request body arrives; then 408 and the connection closes.
+    #[arg(long, env = "MAITRED_BODY_IDLE_TIMEOUT", default_value_t = Span(defaults::BODY_IDLE_TIMEOUT))]
+    pub body_idle_timeout: Span,
+
+    /// Longest a whole request body may take to arrive after its head; then 408.
+    #[arg(long, env = "MAITRED_BODY_READ_TIMEOUT", default_value_t = Span(defaults::BODY_READ_TIMEOUT))]
+    pub body_read_timeout: Span,
+
+    /// Longest from a request's head to the end of its response, event streams (SSE)
+    /// aside; then 503.
+    #[arg(long, env = "MAITRED_REQUEST_TIMEOUT", default_value_t = Span(defaults::REQUEST_TIMEOUT))]
+    pub request_timeout: Span,
 }
 
 /// The built-in identity provider (served with the backend).

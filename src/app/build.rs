@@ -164,9 +164,13 @@ impl App {
             Role::Backend | Role::Mcp => self.upstream.child_token(),
         };
         let router = self.router(role, stop.clone()).await?;
-        let server = self
-            .servers
-            .spawn(http::serve(role.name(), listener, router, stop.clone()));
+        let server = self.servers.spawn(http::serve(
+            role.name(),
+            listener,
+            router,
+            self.settings.timeouts,
+            stop.clone(),
+        ));
         self.running.push(Running { role, stop, server });
         Ok(())
     }

@@ -10,6 +10,17 @@ pub const GATEWAY_PORT: u16 = 8081;
 pub const MCP_PORT: u16 = 8082;
 
 pub const BODY_LIMIT: usize = 64 * 1024;
+/// A request's head comes in one or two packets; ten seconds is plenty even on a bad
+/// mobile link, and short enough that idle sockets do not pile up.
+pub const HEADER_READ_TIMEOUT: Duration = Duration::from_secs(10);
+/// Ten seconds without a byte of a body that has begun is a stalled or hostile client.
+pub const BODY_IDLE_TIMEOUT: Duration = Duration::from_secs(10);
+/// A whole body (at most the 64 KiB body limit) in 30 s: about 2 KiB/s, slower than
+/// any honest client; one dribbling a byte every few seconds is cut.
+pub const BODY_READ_TIMEOUT: Duration = Duration::from_secs(30);
+/// Above the body's 30 s, so a slow body shows as 408, and far above what the handlers
+/// take (calls between the roles time out after 30 s); event streams are exempt.
+pub const REQUEST_TIMEOUT: Duration = Duration::from_secs(60);
 pub const AUTH_RATE_LIMIT_PER_MINUTE: u32 = 120;
 pub const ACCESS_TOKEN_TTL: Duration = Duration::from_secs(900);
 

@@ -21,6 +21,7 @@ mod llm;
 pub mod mcp_servers;
 mod resolve;
 pub mod span;
+mod timeouts;
 mod urls;
 
 use std::net::IpAddr;
@@ -34,6 +35,7 @@ pub use gateway_file::GatewayFile;
 pub use identity_file::IdentityFile;
 pub use llm::{LlmSettings, ToolCallMode};
 pub use resolve::RoleArgs;
+pub use timeouts::HttpTimeouts;
 pub use urls::{Endpoint, normalize_url, origin, sqlite_url};
 
 use crate::http::client_ip::TrustedProxies;
@@ -67,6 +69,8 @@ pub struct Settings {
     pub bind: IpAddr,
     /// Reverse proxies believed about the client's address.
     pub trusted_proxies: TrustedProxies,
+    /// How long slow clients may hold a connection, in every role.
+    pub timeouts: HttpTimeouts,
     pub identity: IdentitySettings,
     pub backend: BackendSettings,
     pub mcp: McpSettings,
@@ -243,6 +247,7 @@ impl Settings {
             database_url: database_url.into(),
             bind: std::net::Ipv4Addr::LOCALHOST.into(),
             trusted_proxies: TrustedProxies::default(),
+            timeouts: HttpTimeouts::default(),
             identity: IdentitySettings::default(),
             mcp: McpSettings::new(mcp, &backend, &gateway),
             backend: BackendSettings::new(backend),

@@ -7,11 +7,11 @@ use std::time::Duration;
 use anyhow::{Context, bail};
 
 use super::{
-    BackendSettings, Endpoint, GatewayFile, GatewaySettings, IdentityFile, IdentitySettings,
-    LlmSettings, McpSettings, RedisSettings, Settings, normalize_url, sqlite_url,
+    BackendSettings, Endpoint, GatewayFile, GatewaySettings, HttpTimeouts, IdentityFile,
+    IdentitySettings, LlmSettings, McpSettings, RedisSettings, Settings, normalize_url, sqlite_url,
 };
 use crate::cli::{
-    AllArgs, BackendArgs, CommonArgs, GatewayArgs, IdentityArgs, IssuerArgs, McpArgs,
+    AllArgs, BackendArgs, CommonArgs, GatewayArgs, IdentityArgs, IssuerArgs, McpArgs, TimeoutArgs,
 };
 use crate::http::client_ip::TrustedProxies;
 use crate::issuer::Issuer;
@@ -81,6 +81,7 @@ impl Settings {
                 &common.trusted_proxies,
                 common.forwarded_header,
             )?,
+            timeouts: timeouts_from(&common.timeouts)?,
             identity,
             backend,
             mcp,
@@ -200,6 +201,36 @@ fn gateway_from(defaults: GatewaySettings, args: &GatewayArgs) -> anyhow::Result
     })
 }
 
+fn timeouts_from(args: &TimeoutArgs) -> anyhow::Result<HttpTimeouts> {
+    let (min, max) = (Duration::from_millis(10), Duration::from_secs(3600));
+    Ok(HttpTimeouts {
+        header_read: within(
+            args.header_read_timeout.into(),
+            "MAITRED_HEADER_READ_TIMEOUT",
+            min,
+            max,
+        )?,
+        body_idle: within(
+            args.body_idle_timeout.into(),
+            "MAITRED_BODY_IDLE_TIMEOUT",
+            min,
+            max,
+        )?,
+        body_read: within(
+            args.body_read_timeout.into(),
+            "MAITRED_BODY_READ_TIMEOUT",
+            min,
+            max,
+        )?,
+        request: within(
+            args.request_timeout.into(),
+            "MAITRED_REQUEST_TIMEOUT",
+            min,
+            max,
+        )?,
+    })
+}
+
 fn within(value: Duration, name: &str, min: Duration, max: Duration) -> anyhow::Result<Duration> {
     if value < min || value > max {
         bail!(
@@ -257,6 +288,7 @@ mod tests {
         assert_eq!(parsed.gateway.answer_lease, built.gateway.answer_lease);
         assert_eq!(parsed.mcp.backend_timeout, built.mcp.backend_timeout);
         assert_eq!(parsed.backend.body_limit, built.backend.body_limit);
+        assert_eq!(parsed.timeouts, built.timeouts);
         assert_eq!(
             parsed.identity.access_token_ttl,
             built.identity.access_token_ttl
@@ -278,5 +310,10 @@ mod tests {
         );
         let error = resolve(&["maitred", "--body-limit", "10"]).unwrap_err();
         assert!(error.to_string().contains("MAITRED_BODY_LIMIT"), "{error}");
+        let error = resolve(&["maitred", "gateway", "--request-timeout", "0s"]).unwrap_err();
+        assert!(
+            error.to_string().contains("MAITRED_REQUEST_TIMEOUT"),
+            "{error}"
+        );
     }
 }

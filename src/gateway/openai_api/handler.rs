@@ -21,6 +21,7 @@ use crate::gateway::chat::sse;
 use crate::gateway::chat::start::{NewAnswer, Started, start};
 use crate::gateway::error::GatewayError;
 use crate::gateway::extract::GatewayJson;
+use crate::http::timeouts::RequestDeadline;
 use crate::trace_context::TraceContext;
 
 /// The models this API answers as: the gateway, and the gateway named after the
@@ -57,6 +58,7 @@ pub(super) async fn completions(
     State(state): State<GatewayState>,
     ApiUser(user): ApiUser,
     trace: TraceContext,
+    deadline: RequestDeadline,
     request: Result<GatewayJson<ChatCompletionRequest>, GatewayError>,
 ) -> Result<Response, OpenAiError> {
     let arrived = Instant::now();
@@ -96,6 +98,9 @@ pub(super) async fn completions(
     if request.streams() {
         Ok(streamed(translator, started, &state))
     } else {
+        // Nothing is sent until the whole answer is there, which may rightly take
+        // longer than the request timeout; the answer's own limits bound it.
+        deadline.lift();
         complete(translator, started).await
     }
 }
