@@ -35,22 +35,26 @@ struct DemoClient {
     grants: &'static [Grant],
     scopes: &'static [&'static str],
     audience: &'static str,
+    /// What it acts for people on: the audience of the tokens it may exchange.
+    subject_audience: Option<&'static str>,
 }
 
 const DEMO_CLIENTS: &[DemoClient] = &[
     DemoClient {
         id: "maitred-mcp",
         public: false,
-        grants: &[Grant::ClientCredentials],
+        grants: &[Grant::ClientCredentials, Grant::TokenExchange],
         scopes: &["backend.read", "backend.write"],
         audience: "backend",
+        subject_audience: Some("mcp"),
     },
     DemoClient {
         id: "maitred-gateway",
         public: false,
-        grants: &[Grant::ClientCredentials],
+        grants: &[Grant::ClientCredentials, Grant::TokenExchange],
         scopes: &["mcp.read", "mcp.write"],
         audience: "mcp",
+        subject_audience: Some("gateway"),
     },
     DemoClient {
         id: "maitred-web",
@@ -65,6 +69,7 @@ const DEMO_CLIENTS: &[DemoClient] = &[
             "chat.write",
         ],
         audience: "gateway",
+        subject_audience: None,
     },
     DemoClient {
         id: "maitred-cli",
@@ -72,6 +77,7 @@ const DEMO_CLIENTS: &[DemoClient] = &[
         grants: &[Grant::ClientCredentials],
         scopes: &["chat.read", "chat.write"],
         audience: "gateway",
+        subject_audience: None,
     },
 ];
 
@@ -171,6 +177,7 @@ impl DevCredentials {
                 } else {
                     Vec::new()
                 },
+                subject_audiences: c.subject_audience.map(str::to_owned).into_iter().collect(),
             })
             .collect();
         let users = DEMO_USERS

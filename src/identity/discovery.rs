@@ -18,13 +18,18 @@ fn metadata(identity: &SharedIdentity) -> Value {
         "userinfo_endpoint": format!("{issuer}/userinfo"),
         "response_types_supported": ["code"],
         "response_modes_supported": ["query"],
-        "grant_types_supported": ["authorization_code", "client_credentials", "refresh_token"],
+        "grant_types_supported": [
+            "authorization_code",
+            "client_credentials",
+            "refresh_token",
+            super::exchange::GRANT_TYPE,
+        ],
         "subject_types_supported": ["public"],
         "id_token_signing_alg_values_supported": ["EdDSA"],
         "token_endpoint_auth_methods_supported": ["client_secret_basic", "client_secret_post", "none"],
         "code_challenge_methods_supported": ["S256"],
         "scopes_supported": identity.registry().scopes(),
-        "claims_supported": ["sub", "iss", "aud", "exp", "iat", "name", "preferred_username", "email", "roles"],
+        "claims_supported": ["sub", "iss", "aud", "exp", "iat", "name", "preferred_username", "email", "roles", "act", "sid"],
         "authorization_response_iss_parameter_supported": true,
     })
 }

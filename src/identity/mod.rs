@@ -1,11 +1,12 @@
 //! The built-in OAuth 2 / OpenID Connect identity provider, served by the backend
 //! role: discovery, JWKS, the token endpoint (client credentials, authorization code
-//! with PKCE, rotating refresh tokens), a login page and userinfo.
+//! with PKCE, rotating refresh tokens, token exchange), a login page and userinfo.
 
 mod authorize;
 pub mod dev;
 mod discovery;
 mod error;
+mod exchange;
 mod form;
 mod keys;
 mod pkce;

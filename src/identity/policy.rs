@@ -105,6 +105,7 @@ mod tests {
                 "https://mcp.example/mcp".into(),
             ],
             redirect_uris: Vec::new(),
+            subject_audiences: Vec::new(),
         }
     }
 

@@ -28,6 +28,8 @@ pub struct Client {
     pub scopes: Vec<String>,
     pub audiences: Vec<String>,
     pub redirect_uris: Vec<String>,
+    /// The audiences of the tokens it may present in a token exchange.
+    pub subject_audiences: Vec<String>,
 }
 
 impl Client {
@@ -142,23 +144,37 @@ impl Registry {
         if client.audiences.is_empty() {
             bail!("client {id}: needs at least one audience");
         }
-        let audiences = client
-            .audiences
-            .iter()
-            .map(|aud| match aud.as_str() {
-                "backend" => settings.backend_resource(),
-                "gateway" => settings.gateway_resource(),
-                "mcp" => settings.mcp_resource(),
-                other => other.to_owned(),
-            })
-            .collect();
+        let exchanges = client.grants.contains(&Grant::TokenExchange);
+        if exchanges && client.public {
+            bail!("client {id}: a public client cannot use token_exchange");
+        }
+        if exchanges && client.subject_audiences.is_empty() {
+            bail!(
+                "client {id}: token_exchange needs subject_audiences, the audiences of the tokens it may exchange"
+            );
+        }
+        if !exchanges && !client.subject_audiences.is_empty() {
+            bail!("client {id}: subject_audiences is only for the token_exchange grant");
+        }
+        let resolve = |names: &[String]| -> Vec<String> {
+            names
+                .iter()
+                .map(|aud| match aud.as_str() {
+                    "backend" => settings.backend_resource(),
+                    "gateway" => settings.gateway_resource(),
+                    "mcp" => settings.mcp_resource(),
+                    other => other.to_owned(),
+                })
+                .collect()
+        };
         let client = Client {
             id: id.clone(),
             secret: client.secret.clone(),
             grants: client.grants.clone(),
             scopes: client.scopes.clone(),
-            audiences,
+            audiences: resolve(&client.audiences),
             redirect_uris: client.redirect_uris.clone(),
+            subject_audiences: resolve(&client.subject_audiences),
         };
         if self.clients.insert(id.clone(), client).is_some() {
             bail!("client {id} is configured twice");

@@ -1,5 +1,5 @@
-//! `POST /oauth2/token`: the client_credentials, authorization_code (PKCE) and
-//! refresh_token grants.
+//! `POST /oauth2/token`: the client_credentials, authorization_code (PKCE),
+//! refresh_token and token exchange (RFC 8693) grants.
 
 use axum::Json;
 use axum::body::Bytes;
@@ -14,8 +14,8 @@ use super::error::OAuthError;
 use super::form::Params;
 use super::registry::Client;
 use super::store::{self, NewRefresh, Redeemed};
-use super::tokens::Subject;
-use super::{Grant, SharedIdentity, pkce, policy};
+use super::tokens::{Extras, Subject};
+use super::{Grant, SharedIdentity, exchange, pkce, policy};
 use crate::http::client_ip::ClientIp;
 
 /// A login (refresh-token family) lasts this long, however often it is refreshed.
@@ -31,6 +31,9 @@ pub(super) struct TokenResponse {
     refresh_token: Option<String>,
     #[serde(skip_serializing_if = "Option::is_none")]
     id_token: Option<String>,
+    /// RFC 8693 §2.2.1: what a token exchange issued.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    issued_token_type: Option<&'static str>,
 }
 
 impl IntoResponse for TokenResponse {
@@ -74,9 +77,11 @@ pub(super) async fn token(
         "client_credentials" => Grant::ClientCredentials,
         "authorization_code" => Grant::AuthorizationCode,
         "refresh_token" => Grant::RefreshToken,
+        exchange::GRANT_TYPE => Grant::TokenExchange,
         other => {
             return Err(OAuthError::unsupported_grant_type(format!(
-                "grant_type {other} is not supported; use client_credentials, authorization_code or refresh_token"
+                "grant_type {other} is not supported; use client_credentials, authorization_code, refresh_token or {}",
+                exchange::GRANT_TYPE
             )));
         }
     };
@@ -90,6 +95,18 @@ pub(super) async fn token(
         Grant::ClientCredentials => client_credentials(&identity, client, &params)?,
         Grant::AuthorizationCode => authorization_code(&identity, client, &params).await?,
         Grant::RefreshToken => refresh_token(&identity, client, &params).await?,
+        Grant::TokenExchange => {
+            let exchanged = exchange::token_exchange(&identity, client, &params).await?;
+            TokenResponse {
+                access_token: exchanged.access.token,
+                token_type: "Bearer",
+                expires_in: exchanged.access.expires_in,
+                scope: exchanged.scopes.join(" "),
+                refresh_token: None,
+                id_token: None,
+                issued_token_type: Some(exchange::ACCESS_TOKEN_TYPE),
+            }
+        }
     };
     tracing::info!(client_id = %client.id, grant = grant_type, "token issued");
     Ok(response)
@@ -193,6 +210,7 @@ fn client_credentials(
         scope: scopes.join(" "),
         refresh_token: None,
         id_token: None,
+        issued_token_type: None,
     })
 }
 
@@ -264,10 +282,18 @@ async fn authorization_code(
         .registry
         .user(&grant.subject)
         .ok_or_else(|| OAuthError::invalid_grant("the user no longer exists"))?;
-    let access =
-        identity
-            .tokens
-            .access_token(&Subject::User(user), &client.id, &audience, &scopes)?;
+    // `sid` ties the token to its login, so a token exchange refuses it once the
+    // login is revoked.
+    let access = identity.tokens.access_token_with(
+        &Subject::User(user),
+        &client.id,
+        &audience,
+        &scopes,
+        &Extras {
+            sid: Some(&grant.family_id),
+            ..Extras::default()
+        },
+    )?;
     let now = chrono::Utc::now().timestamp();
     let refresh_token = if client.allows(Grant::RefreshToken) {
         let token = crate::random::token(32);
@@ -304,6 +330,7 @@ async fn authorization_code(
         scope: grant.scope,
         refresh_token,
         id_token,
+        issued_token_type: None,
     })
 }
 
@@ -345,10 +372,18 @@ async fn refresh_token(
         .registry
         .user(&grant.subject)
         .ok_or_else(|| OAuthError::invalid_grant("the user no longer exists"))?;
-    let access =
-        identity
-            .tokens
-            .access_token(&Subject::User(user), &client.id, &audience, &scopes)?;
+    // `sid` ties the token to its login, so a token exchange refuses it once the
+    // login is revoked.
+    let access = identity.tokens.access_token_with(
+        &Subject::User(user),
+        &client.id,
+        &audience,
+        &scopes,
+        &Extras {
+            sid: Some(&grant.family_id),
+            ..Extras::default()
+        },
+    )?;
     // Every check passed: spend the token and store its successor at once. A
     // concurrent refresh of the same token that spent it first makes this one a
     // replay, so exactly one of them gets tokens.
@@ -377,6 +412,7 @@ async fn refresh_token(
         scope: scopes.join(" "),
         refresh_token: Some(next),
         id_token: None,
+        issued_token_type: None,
     })
 }
 

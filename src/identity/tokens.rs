@@ -1,8 +1,12 @@
-//! What the issuer signs: access tokens for one audience, and OIDC ID tokens.
+//! What the issuer signs: access tokens for one audience, and OIDC ID tokens; and
+//! the check of a token of its own that comes back (userinfo, token exchange).
 
 use std::time::Duration;
 
-use serde::Serialize;
+use jsonwebtoken::errors::ErrorKind;
+use jsonwebtoken::{Algorithm, Validation, decode, decode_header};
+use serde::de::DeserializeOwned;
+use serde::{Deserialize, Serialize};
 
 use super::keys::KeyRing;
 use super::registry::User;
@@ -18,6 +22,13 @@ struct AccessClaims<'a> {
     jti: String,
     scope: String,
     client_id: &'a str,
+    /// RFC 8693 §4.1: the clients acting for `sub`, the newest outermost.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    act: Option<&'a Actor>,
+    /// The login (refresh-token family) a person's token descends from, so a token
+    /// exchange can refuse it once that login is revoked.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    sid: Option<&'a str>,
     #[serde(skip_serializing_if = "Vec::is_empty")]
     roles: Vec<&'static str>,
     #[serde(skip_serializing_if = "Option::is_none")]
@@ -49,6 +60,41 @@ struct IdClaims<'a> {
 pub(super) enum Subject<'a> {
     User(&'a User),
     Client,
+    /// Another client, for which the token's client acts: a client-credentials
+    /// token (a curl user's) exchanged by the gateway has no person behind it.
+    OtherClient(&'a str),
+}
+
+/// An actor of RFC 8693 §4.1: who acts, and for a second hop, for whom it acted.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub(super) struct Actor {
+    pub sub: String,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub act: Option<Box<Actor>>,
+}
+
+impl Actor {
+    /// How many clients the chain names.
+    pub(super) fn depth(&self) -> usize {
+        1 + self.act.as_deref().map_or(0, Actor::depth)
+    }
+}
+
+/// What an access token says beyond its subject, audience and scopes.
+#[derive(Default)]
+pub(super) struct Extras<'a> {
+    pub sid: Option<&'a str>,
+    pub act: Option<&'a Actor>,
+    /// An expiry sooner than the configured lifetime (delegated tokens); never later.
+    pub expires_at: Option<i64>,
+}
+
+/// Why a token of ours that came back was refused.
+#[derive(Debug, PartialEq, Eq)]
+pub(super) enum Refused {
+    Expired,
+    /// Not ours, not signed by a key of ours, malformed, or not yet valid.
+    Invalid,
 }
 
 pub(super) struct Issued {
@@ -70,22 +116,37 @@ impl TokenIssuer {
         audience: &str,
         scopes: &[String],
     ) -> anyhow::Result<Issued> {
+        self.access_token_with(subject, client_id, audience, scopes, &Extras::default())
+    }
+
+    pub(super) fn access_token_with(
+        &self,
+        subject: &Subject<'_>,
+        client_id: &str,
+        audience: &str,
+        scopes: &[String],
+        extras: &Extras<'_>,
+    ) -> anyhow::Result<Issued> {
         let now = chrono::Utc::now().timestamp();
         let ttl = i64::try_from(self.access_ttl.as_secs()).unwrap_or(i64::MAX / 2);
-        let user = match subject {
-            Subject::User(user) => Some(*user),
-            Subject::Client => None,
+        let exp = extras.expires_at.map_or(now + ttl, |at| at.min(now + ttl));
+        let (user, sub) = match subject {
+            Subject::User(user) => (Some(*user), user.username.as_str()),
+            Subject::Client => (None, client_id),
+            Subject::OtherClient(id) => (None, *id),
         };
         let claims = AccessClaims {
             iss: &self.issuer,
-            sub: user.map_or(client_id, |u| u.username.as_str()),
+            sub,
             aud: audience,
-            exp: now + ttl,
+            exp,
             iat: now,
             nbf: now,
             jti: uuid::Uuid::now_v7().to_string(),
             scope: scopes.join(" "),
             client_id,
+            act: extras.act,
+            sid: extras.sid,
             roles: user.map_or_else(Vec::new, |u| u.roles.iter().map(|r| r.as_str()).collect()),
             name: user.map(|u| u.name.as_str()),
             email: user.and_then(|u| u.email.as_deref()),
@@ -93,8 +154,32 @@ impl TokenIssuer {
         };
         Ok(Issued {
             token: self.keys.sign(&claims)?,
-            expires_in: self.access_ttl.as_secs(),
+            expires_in: u64::try_from(exp - now).unwrap_or(0),
         })
+    }
+
+    /// Checks a token this issuer signed: signature by a key of ours, `iss`, expiry
+    /// (no leeway: an expired token is not traded for a fresh one), any audience.
+    pub(super) fn verify<C: DeserializeOwned>(&self, token: &str) -> Result<C, Refused> {
+        let header = decode_header(token).map_err(|_| Refused::Invalid)?;
+        if header.alg != Algorithm::EdDSA {
+            return Err(Refused::Invalid);
+        }
+        let key = header
+            .kid
+            .as_deref()
+            .and_then(|kid| self.keys.decoding_key(kid))
+            .ok_or(Refused::Invalid)?;
+        let mut validation = Validation::new(Algorithm::EdDSA);
+        validation.set_issuer(&[&self.issuer]);
+        validation.validate_aud = false;
+        validation.validate_nbf = true;
+        validation.leeway = 0;
+        match decode::<C>(token, &key, &validation) {
+            Ok(data) => Ok(data.claims),
+            Err(error) if *error.kind() == ErrorKind::ExpiredSignature => Err(Refused::Expired),
+            Err(_) => Err(Refused::Invalid),
+        }
     }
 
     pub(super) fn id_token(

@@ -62,6 +62,10 @@ pub struct ClientConfig {
     pub audiences: Vec<String>,
     #[serde(default)]
     pub redirect_uris: Vec<String>,
+    /// For `token_exchange`: the audiences of the person's tokens this client may
+    /// trade (the resource it serves), named like `audiences`.
+    #[serde(default)]
+    pub subject_audiences: Vec<String>,
 }
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Deserialize, serde::Serialize)]
@@ -88,6 +92,8 @@ pub enum Grant {
     ClientCredentials,
     AuthorizationCode,
     RefreshToken,
+    /// RFC 8693: act for a person whose token the client presents.
+    TokenExchange,
 }
 
 impl Grant {
@@ -96,6 +102,7 @@ impl Grant {
             Grant::ClientCredentials => "client_credentials",
             Grant::AuthorizationCode => "authorization_code",
             Grant::RefreshToken => "refresh_token",
+            Grant::TokenExchange => "urn:ietf:params:oauth:grant-type:token-exchange",
         }
     }
 }

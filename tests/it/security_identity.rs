@@ -34,6 +34,7 @@ fn with_partner(settings: &mut Settings) {
         scopes: vec!["openid".into(), "chat.read".into()],
         audiences: vec!["gateway".into(), "mcp".into()],
         redirect_uris: vec![PARTNER_REDIRECT.into()],
+        subject_audiences: Vec::new(),
     });
     settings.identity.file = identity;
 }
