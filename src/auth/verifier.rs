@@ -59,6 +59,10 @@ pub struct Principal {
     pub email: Option<String>,
     pub token_id: Option<String>,
     pub expires_at: i64,
+    /// RFC 8693 `act`: the clients acting for `subject`, the one that presented the
+    /// token first (the newest actor), then whom it acted for. Empty for a token
+    /// the subject (a person or a client) holds itself.
+    pub actors: Vec<String>,
 }
 
 impl Principal {
@@ -89,6 +93,32 @@ struct Claims {
     email: Option<String>,
     #[serde(default)]
     jti: Option<String>,
+    #[serde(default)]
+    act: Option<Act>,
+}
+
+/// An `act` claim: an actor and, nested, whom it acted for.
+#[derive(Deserialize)]
+struct Act {
+    sub: String,
+    #[serde(default)]
+    act: Option<Box<Act>>,
+}
+
+/// Deeper chains than any issuer of ours makes are cut here rather than followed.
+const MAX_ACTORS: usize = 8;
+
+fn actors(act: Option<Act>) -> Vec<String> {
+    let mut chain = Vec::new();
+    let mut next = act;
+    while let Some(actor) = next {
+        if chain.len() == MAX_ACTORS {
+            break;
+        }
+        chain.push(actor.sub);
+        next = actor.act.map(|boxed| *boxed);
+    }
+    chain
 }
 
 #[derive(Debug)]
@@ -208,6 +238,7 @@ impl TokenVerifier {
             email: claims.email,
             token_id: claims.jti,
             expires_at: claims.exp,
+            actors: actors(claims.act),
         })
     }
 

@@ -2,6 +2,8 @@
 //! OpenAPI description, and (unless an external issuer is configured) the built-in
 //! identity provider.
 
+mod audit;
+pub mod author;
 mod bookings;
 pub mod contact;
 mod customers;
@@ -63,8 +65,8 @@ impl RequiredScope for WriteScope {
 
 /// A caller whose token carries `backend.read`.
 pub type Reader = Scoped<ReadScope, ApiError>;
-/// A caller whose token carries `backend.write`.
-pub type Writer = Scoped<WriteScope, ApiError>;
+/// A caller whose token carries `backend.write`, and whose person may write.
+pub use author::Writer;
 
 /// The resOS error envelope, for the OpenAPI description.
 #[derive(Serialize, ToSchema)]
@@ -120,7 +122,8 @@ fn api() -> (axum::Router<BackendState>, utoipa::openapi::OpenApi) {
         .routes(routes!(bookings::available_dates))
         .routes(routes!(bookings::available_times))
         .routes(routes!(bookings::add_comment))
-        .routes(routes!(bookings::add_note));
+        .routes(routes!(bookings::add_note))
+        .routes(routes!(audit::list));
     OpenApiRouter::with_openapi(ApiDoc::openapi())
         .nest(API_PREFIX, resos)
         .split_for_parts()

@@ -113,6 +113,7 @@ mod tests {
             email: None,
             token_id: None,
             expires_at: 0,
+            actors: Vec::new(),
         }
     }
 

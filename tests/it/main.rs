@@ -22,6 +22,7 @@ mod api;
 mod bookings;
 mod chat;
 mod crash;
+mod delegation;
 mod dialects;
 mod elicitation;
 mod errors;

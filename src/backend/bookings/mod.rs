@@ -151,12 +151,7 @@ pub(super) async fn create(
     AppJson(body): AppJson<NewBookingBody>,
 ) -> Result<Json<Booking>, ApiError> {
     let booking = body.validate()?;
-    let author = auth
-        .principal
-        .client_id
-        .as_deref()
-        .unwrap_or(&auth.principal.subject);
-    let id = write::create(&state.db, &booking, author).await?;
+    let id = write::create(&state.db, &booking, &auth.author).await?;
     tracing::info!(booking_id = %id, date = %booking.date, people = booking.people, "booking created");
     let mut conn = state.db.pool().acquire().await?;
     read::by_id(&mut conn, &id)
@@ -180,13 +175,13 @@ pub(super) async fn create(
     ),
     security(("bearer" = ["backend.write"])))]
 pub(super) async fn update(
-    _auth: Writer,
+    auth: Writer,
     State(state): State<BackendState>,
     Path(id): Path<String>,
     AppJson(body): AppJson<BookingPatchBody>,
 ) -> Result<Json<bool>, ApiError> {
     let patch = body.validate()?;
-    write::update(&state.db, &id, &patch).await?;
+    write::update(&state.db, &id, &patch, &auth.author).await?;
     tracing::info!(booking_id = %id, status = ?patch.status, "booking updated");
     Ok(Json(true))
 }
@@ -236,13 +231,8 @@ async fn annotate(
     kind: &str,
 ) -> Result<Json<String>, ApiError> {
     let text = body.validate()?;
-    let author = auth
-        .principal
-        .client_id
-        .as_deref()
-        .unwrap_or(&auth.principal.subject);
     Ok(Json(
-        write::annotate(&state.db, &id, kind, &text, author).await?,
+        write::annotate(&state.db, &id, kind, &text, &auth.author).await?,
     ))
 }
 

@@ -8,6 +8,8 @@ use sqlx::{Any, AnyConnection, Transaction};
 
 use super::input::{BookingPatch, NewBooking};
 use super::schedule::{DayPlan, epoch_minute, minute_of_day, slot_range};
+use crate::backend::audit::{self, Action};
+use crate::backend::author::Author;
 use crate::backend::error::{ApiError, FieldError};
 use crate::backend::model::{allowed_transitions, holds_table};
 use crate::db::{Db, canonical, canonical_now, is_unique_violation};
@@ -37,7 +39,7 @@ impl From<ApiError> for Failure {
 pub(super) async fn create(
     db: &Db,
     booking: &NewBooking,
-    author: &str,
+    author: &Author,
 ) -> Result<String, ApiError> {
     for attempt in 1..=ATTEMPTS {
         let mut tx = db.begin_write().await?;
@@ -61,7 +63,7 @@ pub(super) async fn create(
 async fn try_create(
     tx: &mut Transaction<'static, Any>,
     booking: &NewBooking,
-    author: &str,
+    author: &Author,
 ) -> Result<String, Failure> {
     let now = Utc::now();
     let start_minute = epoch_minute(booking.date, booking.time);
@@ -97,8 +99,9 @@ async fn try_create(
     let now_text = canonical(now);
     sqlx::query(
         "INSERT INTO bookings (id, date, time, people, duration, status, customer_id, guest_name, guest_email, guest_phone, \
-         notification_sms, notification_email, source, opening_hour_id, comment, language_code, referrer, metadata, created_at, activity_at) \
-         VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14, $15, $16, $17, $18, $19, $19)",
+         notification_sms, notification_email, source, opening_hour_id, comment, language_code, referrer, metadata, created_at, activity_at, \
+         created_by, created_via) \
+         VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14, $15, $16, $17, $18, $19, $19, $20, $21)",
     )
     .bind(&id)
     .bind(booking.date.format("%Y-%m-%d").to_string())
@@ -119,8 +122,11 @@ async fn try_create(
     .bind(&booking.referrer)
     .bind(&booking.metadata)
     .bind(&now_text)
+    .bind(&author.person)
+    .bind(author.via())
     .execute(&mut **tx)
     .await?;
+    audit::record(tx, author, Action::BookingCreate, &id).await?;
     hold_tables(
         tx,
         &id,
@@ -131,7 +137,7 @@ async fn try_create(
     )
     .await?;
     if let Some(note) = &booking.note {
-        add_note(tx, &id, "note", note, Some(author)).await?;
+        add_note(tx, &id, "note", note, Some(&author.person)).await?;
     }
     let visit = canonical(chrono::NaiveDateTime::new(booking.date, booking.time).and_utc());
     sqlx::query(
@@ -399,7 +405,7 @@ pub(super) async fn annotate(
     booking_id: &str,
     kind: &str,
     text: &str,
-    author: &str,
+    author: &Author,
 ) -> Result<String, ApiError> {
     let mut tx = db.begin_write().await?;
     let exists: Option<(String,)> = sqlx::query_as("SELECT id FROM bookings WHERE id = $1")
@@ -409,7 +415,13 @@ pub(super) async fn annotate(
     if exists.is_none() {
         return Err(ApiError::not_found("booking", booking_id));
     }
-    let id = add_note(&mut tx, booking_id, kind, text, Some(author)).await?;
+    let id = add_note(&mut tx, booking_id, kind, text, Some(&author.person)).await?;
+    let action = if kind == "comment" {
+        Action::BookingComment
+    } else {
+        Action::BookingNote
+    };
+    audit::record(&mut tx, author, action, booking_id).await?;
     tx.commit().await?;
     Ok(id)
 }
@@ -423,10 +435,15 @@ struct Current {
     status: String,
 }
 
-pub(super) async fn update(db: &Db, id: &str, patch: &BookingPatch) -> Result<(), ApiError> {
+pub(super) async fn update(
+    db: &Db,
+    id: &str,
+    patch: &BookingPatch,
+    author: &Author,
+) -> Result<(), ApiError> {
     for attempt in 1..=ATTEMPTS {
         let mut tx = db.begin_write().await?;
-        match try_update(&mut tx, id, patch).await {
+        match try_update(&mut tx, id, patch, author).await {
             Ok(()) => {
                 tx.commit().await?;
                 return Ok(());
@@ -450,6 +467,7 @@ async fn try_update(
     tx: &mut Transaction<'static, Any>,
     id: &str,
     patch: &BookingPatch,
+    author: &Author,
 ) -> Result<(), Failure> {
     let current = sqlx::query_as::<_, Current>(
         "SELECT date, time, people, duration, status FROM bookings WHERE id = $1",
@@ -557,7 +575,8 @@ async fn try_update(
          guest_name = COALESCE($8, guest_name), guest_email = COALESCE($9, guest_email), guest_phone = COALESCE($10, guest_phone), \
          notification_sms = COALESCE($11, notification_sms), notification_email = COALESCE($12, notification_email), \
          source = COALESCE($13, source), comment = COALESCE($14, comment), language_code = COALESCE($15, language_code), \
-         referrer = COALESCE($16, referrer), metadata = COALESCE($17, metadata), activity_at = $18 \
+         referrer = COALESCE($16, referrer), metadata = COALESCE($17, metadata), activity_at = $18, \
+         updated_by = $20, updated_via = $21 \
          WHERE id = $19",
     )
     .bind(&status)
@@ -579,7 +598,10 @@ async fn try_update(
     .bind(&patch.metadata)
     .bind(canonical_now())
     .bind(id)
+    .bind(&author.person)
+    .bind(author.via())
     .execute(&mut **tx)
     .await?;
+    audit::record(tx, author, Action::BookingUpdate, id).await?;
     Ok(())
 }

@@ -1,0 +1,177 @@
+//! The backend decides by the person: a delegated token (the person as `sub`, the
+//! clients acting for them in `act`) may write only if the person's role may, and
+//! every write records who it was for and through whom, in the booking and in the
+//! append-only audit.
+
+use chrono::{Datelike, Duration, Utc, Weekday};
+use serde_json::{Value, json};
+
+use crate::helpers::{Database, TestApp};
+use crate::on_both_databases;
+use crate::token_exchange::{exchange_as, person_tokens};
+
+on_both_databases!(the_backend_writes_only_as_a_person_who_may);
+
+/// `username`'s token for the backend, as the MCP role would get it: the person's
+/// token exchanged by the gateway for the MCP server, then by the MCP role for the
+/// backend.
+async fn backend_token_of(app: &TestApp, username: &str) -> String {
+    let person = person_tokens(app, username, "openid chat.read chat.write").await;
+    let (status, hop1) = exchange_as(
+        app,
+        "maitred-gateway",
+        person["access_token"].as_str().unwrap(),
+        &[],
+    )
+    .await;
+    assert_eq!(status, 200, "{hop1}");
+    let (status, hop2) = exchange_as(
+        app,
+        "maitred-mcp",
+        hop1["access_token"].as_str().unwrap(),
+        &[("resource", &app.settings.backend_resource())],
+    )
+    .await;
+    assert_eq!(status, 200, "{hop2}");
+    hop2["access_token"].as_str().unwrap().to_owned()
+}
+
+fn booking(name: &str) -> Value {
+    let mut date = Utc::now().date_naive() + Duration::days(4);
+    if date.weekday() == Weekday::Mon {
+        date += Duration::days(1);
+    }
+    json!({ "date": date.to_string(), "time": "19:00", "people": 2,
+            "guest": { "name": name, "email": "guest@example.net" } })
+}
+
+async fn audit(app: &TestApp, token: &str, query: &str) -> reqwest::Response {
+    app.get(&format!("/audit{query}"), token).await
+}
+
+async fn the_backend_writes_only_as_a_person_who_may(database: &Database) {
+    let app = TestApp::spawn(database).await;
+
+    // A USER's delegated token reads, and is refused every write by the backend itself.
+    let user = backend_token_of(&app, "user").await;
+    assert_eq!(app.get("/customers?limit=1", &user).await.status(), 200);
+    let refused = app
+        .post_json("/bookings", &user, &booking("Uma's Guest"))
+        .await;
+    assert_eq!(refused.status(), 403);
+    let challenge = refused.headers()["www-authenticate"]
+        .to_str()
+        .unwrap()
+        .to_owned();
+    assert!(
+        challenge.contains("error=\"insufficient_scope\""),
+        "{challenge}"
+    );
+    let body: Value = refused.json().await.unwrap();
+    assert_eq!(body["code"], "AUTHORIZATION_ERROR", "{body}");
+    assert!(
+        body["message"]
+            .as_str()
+            .unwrap()
+            .contains("user may read but not write"),
+        "{body}"
+    );
+
+    // An OPERATOR's writes are made, and say for whom and through whom.
+    let operator = backend_token_of(&app, "operator").await;
+    let created = app
+        .http
+        .post(format!("{}/bookings", app.api))
+        .bearer_auth(&operator)
+        .header("maitred-tool-call-id", "call_7f3a")
+        .json(&booking("Oscar's Guest"))
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(created.status(), 200);
+    let created: Value = created.json().await.unwrap();
+    let id = created["_id"].as_str().unwrap().to_owned();
+    let updated = app
+        .put_json(
+            &format!("/bookings/{id}"),
+            &operator,
+            &json!({ "people": 3 }),
+        )
+        .await;
+    assert_eq!(updated.status(), 200);
+    let (created_by, created_via, updated_by, updated_via): (
+        Option<String>,
+        Option<String>,
+        Option<String>,
+        Option<String>,
+    ) = sqlx::query_as(
+        "SELECT created_by, created_via, updated_by, updated_via FROM bookings WHERE id = $1",
+    )
+    .bind(&id)
+    .fetch_one(app.db.pool())
+    .await
+    .unwrap();
+    assert_eq!(created_by.as_deref(), Some("operator"));
+    assert_eq!(created_via.as_deref(), Some("maitred-mcp maitred-gateway"));
+    assert_eq!(updated_by.as_deref(), Some("operator"));
+    assert_eq!(updated_via.as_deref(), Some("maitred-mcp maitred-gateway"));
+
+    // The MCP role acting as itself (client credentials) still writes, as itself.
+    let own = app.backend_token().await;
+    let mine = app
+        .post_json("/bookings", &own, &booking("Client Guest"))
+        .await;
+    assert_eq!(mine.status(), 200);
+    let mine: Value = mine.json().await.unwrap();
+
+    // The audit: ADMIN only, newest first, every write with its person and actors.
+    let admin = backend_token_of(&app, "admin").await;
+    assert_eq!(audit(&app, &operator, "").await.status(), 403);
+    assert_eq!(audit(&app, &own, "").await.status(), 403);
+    let rows: Value = audit(&app, &admin, &format!("?resourceId={id}"))
+        .await
+        .json()
+        .await
+        .unwrap();
+    let rows = rows.as_array().unwrap();
+    assert_eq!(rows.len(), 2, "{rows:?}");
+    assert_eq!(rows[0]["action"], "booking.update");
+    assert_eq!(rows[1]["action"], "booking.create");
+    for row in rows {
+        assert_eq!(row["person"], "operator");
+        assert_eq!(row["actors"], json!(["maitred-mcp", "maitred-gateway"]));
+        assert_eq!(row["resourceType"], "booking");
+        assert_eq!(row["resourceId"], id.as_str());
+    }
+    assert_eq!(rows[1]["toolCallId"], "call_7f3a");
+    assert_eq!(rows[0]["toolCallId"], Value::Null);
+    let by_client: Value = audit(&app, &admin, "?person=maitred-mcp")
+        .await
+        .json()
+        .await
+        .unwrap();
+    assert_eq!(by_client[0]["resourceId"], mine["_id"]);
+    assert_eq!(by_client[0]["actors"], json!([]));
+    // A refused write left no row.
+    let by_user: Value = audit(&app, &admin, "?person=user")
+        .await
+        .json()
+        .await
+        .unwrap();
+    assert_eq!(by_user, json!([]));
+
+    // Append-only, whoever asks the database.
+    for statement in [
+        "UPDATE write_audit SET person = 'someone else'",
+        "DELETE FROM write_audit",
+    ] {
+        let result = sqlx::query(statement).execute(app.db.pool()).await;
+        assert!(result.is_err(), "{statement} must be refused");
+    }
+    let count: (i64,) = sqlx::query_as("SELECT COUNT(*) FROM write_audit")
+        .fetch_one(app.db.pool())
+        .await
+        .unwrap();
+    assert_eq!(count.0, 3);
+    app.stop().await;
+}
