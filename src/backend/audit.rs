@@ -18,20 +18,20 @@ use crate::auth::AuthErrorKind;
 
 /// What was done, as the audit names it.
 #[derive(Debug, Clone, Copy)]
-pub(super) enum Action {
-    BookingCreate,
-    BookingUpdate,
-    BookingComment,
-    BookingNote,
+pub(super) enum BookingAction {
+    Create,
+    Update,
+    Comment,
+    Note,
 }
 
-impl Action {
+impl BookingAction {
     fn name(self) -> &'static str {
         match self {
-            Action::BookingCreate => "booking.create",
-            Action::BookingUpdate => "booking.update",
-            Action::BookingComment => "booking.comment",
-            Action::BookingNote => "booking.note",
+            BookingAction::Create => "booking.create",
+            BookingAction::Update => "booking.update",
+            BookingAction::Comment => "booking.comment",
+            BookingAction::Note => "booking.note",
         }
     }
 }
@@ -41,7 +41,7 @@ impl Action {
 pub(super) async fn record(
     tx: &mut Transaction<'static, Any>,
     author: &Author,
-    action: Action,
+    action: BookingAction,
     resource_id: &str,
 ) -> Result<(), sqlx::Error> {
     let actors = serde_json::to_string(&author.actors).unwrap_or_else(|_| "[]".to_owned());

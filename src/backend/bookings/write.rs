@@ -8,7 +8,7 @@ use sqlx::{Any, AnyConnection, Transaction};
 
 use super::input::{BookingPatch, NewBooking};
 use super::schedule::{DayPlan, epoch_minute, minute_of_day, slot_range};
-use crate::backend::audit::{self, Action};
+use crate::backend::audit::{self, BookingAction};
 use crate::backend::author::Author;
 use crate::backend::error::{ApiError, FieldError};
 use crate::backend::model::{allowed_transitions, holds_table};
@@ -126,7 +126,7 @@ async fn try_create(
     .bind(author.via())
     .execute(&mut **tx)
     .await?;
-    audit::record(tx, author, Action::BookingCreate, &id).await?;
+    audit::record(tx, author, BookingAction::Create, &id).await?;
     hold_tables(
         tx,
         &id,
@@ -417,9 +417,9 @@ pub(super) async fn annotate(
     }
     let id = add_note(&mut tx, booking_id, kind, text, Some(&author.person)).await?;
     let action = if kind == "comment" {
-        Action::BookingComment
+        BookingAction::Comment
     } else {
-        Action::BookingNote
+        BookingAction::Note
     };
     audit::record(&mut tx, author, action, booking_id).await?;
     tx.commit().await?;
@@ -602,6 +602,6 @@ async fn try_update(
     .bind(author.via())
     .execute(&mut **tx)
     .await?;
-    audit::record(tx, author, Action::BookingUpdate, id).await?;
+    audit::record(tx, author, BookingAction::Update, id).await?;
     Ok(())
 }
