@@ -6,6 +6,7 @@ pub mod auth;
 pub mod backend;
 pub mod cli;
 pub mod db;
+pub mod delegation;
 pub mod gateway;
 pub mod http;
 pub mod http_client;

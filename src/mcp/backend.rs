@@ -1,6 +1,10 @@
-//! The MCP server's client for the backend API. It authenticates as itself (its own
-//! client-credentials token for the backend's audience); a caller's token is never
-//! passed on. Each request carries the tool call's trace in `traceparent`.
+//! The MCP server's client for the backend API. A caller that acts for a person
+//! gets the backend called as that person: its token is exchanged (RFC 8693) for a
+//! backend token naming the person and, in `act`, this role and the caller. A caller
+//! acting for no person gets the backend called with the role's own
+//! client-credentials token. No caller's token is ever passed on as it is. Each
+//! request carries the tool call's trace in `traceparent` and its id in
+//! `maitred-tool-call-id`.
 
 use std::sync::Arc;
 use std::time::Duration;
@@ -11,6 +15,10 @@ use reqwest::{Method, StatusCode};
 use serde_json::Value;
 
 use super::metrics::BackendLabels;
+use secrecy::{ExposeSecret, SecretString};
+
+use crate::backend::author::TOOL_CALL_HEADER;
+use crate::delegation::{ExchangeError, Exchanger};
 use crate::metrics::status_class;
 use crate::oauth_client::TokenSource;
 use crate::trace_context::{TRACEPARENT, TraceContext};
@@ -36,6 +44,10 @@ pub struct BackendClient {
     shared: Arc<Shared>,
     /// The span requests are made from, sent as their parent.
     trace: Option<TraceContext>,
+    /// The person's token this call acts on, to be exchanged for a backend token.
+    acting_for: Option<Arc<SecretString>>,
+    /// The gateway's tool call behind this call, for the backend's audit.
+    tool_call_id: Option<Arc<str>>,
 }
 
 struct Shared {
@@ -43,6 +55,9 @@ struct Shared {
     /// `<backend>/api/v1/resos`
     api: String,
     tokens: TokenSource,
+    /// Trades a person's token for a backend token; `None` where no caller has a
+    /// token (stdio).
+    exchanger: Option<Exchanger>,
     timeout: Duration,
     requests: Family<BackendLabels, Counter>,
 }
@@ -59,6 +74,7 @@ impl BackendClient {
         http: reqwest::Client,
         api: String,
         tokens: TokenSource,
+        exchanger: Option<Exchanger>,
         timeout: Duration,
         requests: Family<BackendLabels, Counter>,
     ) -> Self {
@@ -67,19 +83,37 @@ impl BackendClient {
                 http,
                 api,
                 tokens,
+                exchanger,
                 timeout,
                 requests,
             }),
             trace: None,
+            acting_for: None,
+            tool_call_id: None,
         }
     }
 
-    /// This client, sending `trace` as the parent of its requests.
-    pub fn traced(&self, trace: TraceContext) -> Self {
+    /// This client for one tool call: `trace` as the parent of its requests, the
+    /// person's `token` (if the caller acts for one) to act on, `tool_call_id` named.
+    pub fn for_call(
+        &self,
+        trace: TraceContext,
+        token: Option<SecretString>,
+        tool_call_id: Option<&str>,
+    ) -> Self {
         Self {
             shared: self.shared.clone(),
             trace: Some(trace),
+            acting_for: token
+                .filter(|_| self.shared.exchanger.is_some())
+                .map(Arc::new),
+            tool_call_id: tool_call_id.map(Arc::from),
         }
+    }
+
+    /// Whether this call reaches the backend as a person.
+    pub fn acts_for_a_person(&self) -> bool {
+        self.acting_for.is_some()
     }
 
     pub fn timeout(&self) -> Duration {
@@ -142,6 +176,9 @@ impl BackendClient {
                 if let Some(trace) = &self.trace {
                     request = request.header(TRACEPARENT, trace.header_value());
                 }
+                if let Some(id) = &self.tool_call_id {
+                    request = request.header(TOOL_CALL_HEADER, id.as_ref());
+                }
                 if let Some(body) = body {
                     request = request.json(body);
                 }
@@ -175,6 +212,30 @@ impl BackendClient {
     }
 
     async fn token(&self, rejected: Option<&str>) -> Result<String, BackendError> {
+        if let (Some(person), Some(exchanger)) = (&self.acting_for, &self.shared.exchanger) {
+            let subject = person.expose_secret();
+            let exchanged = match rejected {
+                Some(rejected) => exchanger.refresh(subject, rejected).await,
+                None => exchanger.token_for(subject).await,
+            };
+            return exchanged.map_err(|error| match error {
+                ExchangeError::Refused { .. } => {
+                    tracing::info!(%error, "the issuer would not let us act for the caller's person");
+                    BackendError::Rejected {
+                        status: 401,
+                        code: "AUTHENTICATION_ERROR".to_owned(),
+                        message: format!(
+                            "the backend cannot be called for this person: {error}; sign in again"
+                        ),
+                        details: None,
+                    }
+                }
+                ExchangeError::Unavailable(_) => {
+                    tracing::warn!(%error, "no token for the backend");
+                    BackendError::Unavailable(format!("cannot get a token for the backend: {error}"))
+                }
+            });
+        }
         let token = match rejected {
             Some(rejected) => self.shared.tokens.refresh(rejected).await,
             None => self.shared.tokens.token().await,

@@ -31,6 +31,7 @@ pub use access::SessionOwners;
 pub use server::{Access, END_USER_META, McpServer};
 
 use crate::auth::{TokenVerifier, VerifierConfig};
+use crate::delegation::{ExchangeClient, Exchanger};
 use crate::http;
 use crate::identity::dev::DevCredentials;
 use crate::metrics::Metrics;
@@ -56,14 +57,31 @@ fn client_secret(settings: &Settings) -> anyhow::Result<SecretString> {
     })
 }
 
-/// The backend client with the MCP role's own credentials.
+/// The backend client with the MCP role's own credentials: its client-credentials
+/// token, and, when callers come with tokens (`delegates`), the same client's token
+/// exchange to act for their person.
 fn backend_client(
     settings: &Settings,
     secret: SecretString,
     http: reqwest::Client,
     metrics: &McpMetrics,
+    delegates: bool,
 ) -> anyhow::Result<BackendClient> {
     let role = &settings.mcp;
+    let scopes = vec!["backend.read".to_owned(), "backend.write".to_owned()];
+    let exchanger = delegates.then(|| {
+        Exchanger::new(
+            http.clone(),
+            settings.issuer_location(),
+            ExchangeClient {
+                token_url: String::new(),
+                client_id: role.client_id.clone(),
+                client_secret: secret.clone(),
+                resource: Some(settings.backend_resource()),
+                scopes: Vec::new(),
+            },
+        )
+    });
     let tokens = TokenSource::new(
         http.clone(),
         settings.issuer_location(),
@@ -71,7 +89,7 @@ fn backend_client(
             token_url: String::new(),
             client_id: role.client_id.clone(),
             client_secret: secret,
-            scopes: vec!["backend.read".to_owned(), "backend.write".to_owned()],
+            scopes,
             resource: Some(settings.backend_resource()),
         },
     )
@@ -80,6 +98,7 @@ fn backend_client(
         http,
         format!("{}{API_PREFIX}", role.backend_url),
         tokens,
+        exchanger,
         role.backend_timeout,
         metrics.backend_requests.clone(),
     ))
@@ -96,7 +115,7 @@ pub fn router(
     let secret = client_secret(settings)?;
     let seal = StateSeal::from_secret(&secret);
     let server = McpServer::new(
-        backend_client(settings, secret, http.clone(), &mcp_metrics)?,
+        backend_client(settings, secret, http.clone(), &mcp_metrics, true)?,
         Access::Token,
         mcp_metrics,
         seal,
@@ -170,7 +189,7 @@ pub async fn serve_stdio(settings: &Settings, http: reqwest::Client) -> anyhow::
     let secret = client_secret(settings)?;
     let seal = StateSeal::from_secret(&secret);
     let server = McpServer::new(
-        backend_client(settings, secret, http, &metrics)?,
+        backend_client(settings, secret, http, &metrics, false)?,
         Access::Local,
         metrics,
         seal,

@@ -14,6 +14,8 @@ use rmcp::model::{
 };
 use rmcp::service::RequestContext;
 use rmcp::{ErrorData, RoleServer, ServerHandler};
+use secrecy::SecretString;
+use serde_json::Value;
 use tracing::Instrument;
 
 use super::backend::BackendClient;
@@ -27,8 +29,13 @@ use crate::auth::Principal;
 use crate::trace_context::TraceContext;
 
 /// The `_meta` key under which a caller may name the end user it acts for. It is
-/// logged for audit, never used to decide access.
+/// logged for audit, never used to decide access: a delegated token names the
+/// person, and that is what reaches the backend.
 pub const END_USER_META: &str = "maitred/endUserId";
+
+/// The `_meta` key under which the gateway names its tool call; passed to the
+/// backend for its write audit.
+pub(super) const TOOL_CALL_META: &str = "maitred/toolCallId";
 
 const INSTRUCTIONS: &str = "Tools for one restaurant's reservation system (resOS compatible): customers, \
 bookings, tables, opening hours and guest feedback. Read tools never change anything. Before booking, \
@@ -85,6 +92,26 @@ fn principal(ctx: &RequestContext<RoleServer>) -> Option<Principal> {
         .get::<axum::http::request::Parts>()
         .and_then(|parts| parts.extensions.get::<Principal>())
         .cloned()
+}
+
+/// The caller's token, when it acts for a person (it names their roles, or clients
+/// acting for them): the backend is then called as that person. A client acting
+/// for no person (client credentials) gets `None`, and the role's own token is used.
+fn person_token(
+    ctx: &RequestContext<RoleServer>,
+    caller: Option<&Principal>,
+) -> Option<SecretString> {
+    let caller = caller?;
+    if caller.roles.is_empty() && caller.actors.is_empty() {
+        return None;
+    }
+    ctx.extensions
+        .get::<axum::http::request::Parts>()
+        .and_then(|parts| parts.headers.get(axum::http::header::AUTHORIZATION))
+        .and_then(|value| value.to_str().ok())
+        .and_then(|value| value.split_once(' '))
+        .filter(|(scheme, _)| scheme.eq_ignore_ascii_case("bearer"))
+        .map(|(_, token)| SecretString::from(token.trim().to_owned()))
 }
 
 /// The tool call's own span in the trace: a child of the caller's `_meta.traceparent`
@@ -247,7 +274,11 @@ impl McpServer {
                 .into()),
             );
         }
-        let backend = self.shared.backend.traced(trace);
+        let tool_call_id = ctx.meta.get(TOOL_CALL_META).and_then(Value::as_str);
+        let backend =
+            self.shared
+                .backend
+                .for_call(trace, person_token(ctx, caller.as_ref()), tool_call_id);
         let mut arguments = request.arguments.clone();
         if name == CREATE_BOOKING {
             let settled =

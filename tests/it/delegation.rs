@@ -6,11 +6,17 @@
 use chrono::{Datelike, Duration, Utc, Weekday};
 use serde_json::{Value, json};
 
+use rmcp::model::{CallToolRequestParams, RequestMetaObject};
+
 use crate::helpers::{Database, TestApp};
+use crate::mcp::{MODERN, call, connect, open_day, text};
 use crate::on_both_databases;
 use crate::token_exchange::{exchange_as, person_tokens};
 
-on_both_databases!(the_backend_writes_only_as_a_person_who_may);
+on_both_databases!(
+    the_backend_writes_only_as_a_person_who_may,
+    our_mcp_server_reaches_the_backend_as_the_person,
+);
 
 /// `username`'s token for the backend, as the MCP role would get it: the person's
 /// token exchanged by the gateway for the MCP server, then by the MCP role for the
@@ -173,5 +179,104 @@ async fn the_backend_writes_only_as_a_person_who_may(database: &Database) {
         .await
         .unwrap();
     assert_eq!(count.0, 3);
+    app.stop().await;
+}
+
+/// The gateway's token for the MCP server, acting for `username`.
+async fn mcp_token_of(app: &TestApp, username: &str) -> String {
+    let person = person_tokens(app, username, "openid chat.read chat.write").await;
+    let (status, hop1) = exchange_as(
+        app,
+        "maitred-gateway",
+        person["access_token"].as_str().unwrap(),
+        &[],
+    )
+    .await;
+    assert_eq!(status, 200, "{hop1}");
+    hop1["access_token"].as_str().unwrap().to_owned()
+}
+
+async fn authors(app: &TestApp, id: &str) -> (Option<String>, Option<String>) {
+    sqlx::query_as("SELECT created_by, created_via FROM bookings WHERE id = $1")
+        .bind(id)
+        .fetch_one(app.db.pool())
+        .await
+        .unwrap()
+}
+
+async fn our_mcp_server_reaches_the_backend_as_the_person(database: &Database) {
+    let app = TestApp::spawn(database).await;
+    let date = open_day(5);
+    let booking = |name: &str, time: &str| json!({ "date": date, "time": time, "people": 2, "guestName": name, "guestEmail": "guest@example.org" });
+
+    // The operator, through the gateway's delegated token: the booking is theirs.
+    let operator = connect(&app, &mcp_token_of(&app, "operator").await, MODERN).await;
+    let times = call(
+        &operator,
+        "getAvailableTimes",
+        json!({ "date": date, "people": 2 }),
+    )
+    .await;
+    let times = times.structured_content.unwrap()["times"]
+        .as_array()
+        .unwrap()
+        .clone();
+    let time = |i: usize| times[i].as_str().unwrap().to_owned();
+    let mut meta = RequestMetaObject::default();
+    meta.insert("maitred/toolCallId".to_owned(), json!("call_mcp_1"));
+    let mut params = CallToolRequestParams::new("createBooking").with_arguments(
+        booking("Operator's Guest", &time(0))
+            .as_object()
+            .cloned()
+            .unwrap(),
+    );
+    params.meta = Some(meta);
+    let created = operator.call_tool(params).await.unwrap();
+    assert_eq!(created.is_error, Some(false), "{}", text(&created));
+    let id = created.structured_content.unwrap()["_id"]
+        .as_str()
+        .unwrap()
+        .to_owned();
+    assert_eq!(
+        authors(&app, &id).await,
+        (
+            Some("operator".into()),
+            Some("maitred-mcp maitred-gateway".into())
+        )
+    );
+    let admin = backend_token_of(&app, "admin").await;
+    let rows: Value = audit(&app, &admin, &format!("?resourceId={id}"))
+        .await
+        .json()
+        .await
+        .unwrap();
+    assert_eq!(rows[0]["toolCallId"], "call_mcp_1", "{rows}");
+    assert_eq!(rows[0]["actors"], json!(["maitred-mcp", "maitred-gateway"]));
+
+    // A USER's delegated token passes the MCP server (it has mcp.write), and the
+    // backend itself refuses the write.
+    let user = connect(&app, &mcp_token_of(&app, "user").await, MODERN).await;
+    let refused = call(&user, "createBooking", booking("User's Guest", &time(1))).await;
+    assert_eq!(refused.is_error, Some(true), "{}", text(&refused));
+    assert!(
+        text(&refused).contains("may read but not write"),
+        "{}",
+        text(&refused)
+    );
+    let read = call(&user, "getTables", json!({})).await;
+    assert_eq!(read.is_error, Some(false), "{}", text(&read));
+
+    // The gateway as itself (client credentials): the MCP role writes as itself.
+    let own = connect(&app, &app.token("maitred-gateway", &[]).await, MODERN).await;
+    let created = call(&own, "createBooking", booking("Client's Guest", &time(2))).await;
+    assert_eq!(created.is_error, Some(false), "{}", text(&created));
+    let id = created.structured_content.unwrap()["_id"]
+        .as_str()
+        .unwrap()
+        .to_owned();
+    assert_eq!(authors(&app, &id).await, (Some("maitred-mcp".into()), None));
+    for client in [operator, user, own] {
+        client.cancel().await.unwrap();
+    }
     app.stop().await;
 }

@@ -16,13 +16,13 @@ use serde_json::{Value, json};
 
 use crate::helpers::{Database, TestApp};
 
-type Client = RunningService<RoleClient, ClientConfig>;
+pub(crate) type Client = RunningService<RoleClient, ClientConfig>;
 
 const LEGACY: ProtocolVersion = ProtocolVersion::V_2025_11_25;
-const MODERN: ProtocolVersion = ProtocolVersion::V_2026_07_28;
+pub(crate) const MODERN: ProtocolVersion = ProtocolVersion::V_2026_07_28;
 
 /// An MCP client speaking `version` with a bearer token.
-async fn connect(app: &TestApp, token: &str, version: ProtocolVersion) -> Client {
+pub(crate) async fn connect(app: &TestApp, token: &str, version: ProtocolVersion) -> Client {
     let transport = StreamableHttpClientTransport::with_client(
         reqwest::Client::new(),
         StreamableHttpClientTransportConfig::with_uri(app.mcp_url.clone()).auth_header(token),
@@ -44,13 +44,13 @@ async fn connect(app: &TestApp, token: &str, version: ProtocolVersion) -> Client
         .expect("connect to the MCP server")
 }
 
-async fn call(client: &Client, tool: &str, arguments: Value) -> CallToolResult {
+pub(crate) async fn call(client: &Client, tool: &str, arguments: Value) -> CallToolResult {
     let params = CallToolRequestParams::new(tool.to_owned())
         .with_arguments(arguments.as_object().cloned().unwrap_or_default());
     client.call_tool(params).await.expect("tools/call")
 }
 
-fn text(result: &CallToolResult) -> String {
+pub(crate) fn text(result: &CallToolResult) -> String {
     result
         .content
         .iter()
@@ -59,7 +59,7 @@ fn text(result: &CallToolResult) -> String {
         .join("\n")
 }
 
-fn open_day(days: i64) -> String {
+pub(crate) fn open_day(days: i64) -> String {
     let mut date = chrono::Utc::now().date_naive() + chrono::Duration::days(days);
     if chrono::Datelike::weekday(&date) == chrono::Weekday::Mon {
         date += chrono::Duration::days(1);
