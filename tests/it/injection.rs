@@ -20,6 +20,7 @@
 //! - tool output reaches the model marked as tool output: the `tool` role, or in
 //!   `text` mode a labelled block whose markers the output cannot forge.
 
+use std::io::Write as _;
 use std::sync::Arc;
 use std::sync::atomic::{AtomicUsize, Ordering};
 
@@ -421,12 +422,13 @@ async fn seed(app: &TestApp, attacker: &Attacker) -> Vec<String> {
         let booking: Value = response.json().await.unwrap();
         assert!(status.is_success(), "seeding {}: {booking}", case.name);
         if case.field == Field::Feedback {
-            let id = uuid::Uuid::new_v4().simple().to_string();
+            // 24 hex digits: the end of a v7 id, its random part and its clock's last.
+            let id = uuid::Uuid::now_v7().simple().to_string();
             sqlx::query(
                 "INSERT INTO feedback (id, booking_id, customer_id, rating, comment, is_public, created_at) \
                  VALUES ($1, $2, $3, $4, $5, $6, $7)",
             )
-            .bind(&id[..24])
+            .bind(&id[8..])
             .bind(booking["_id"].as_str().unwrap())
             .bind(booking["guest"]["_id"].as_str().unwrap())
             .bind(5_i64)
@@ -724,7 +726,9 @@ async fn hostile_tool_output_causes_nothing_the_person_did_not_approve() {
         format!("{n} {words}")
     })
     .collect();
-    println!(
+    // Straight to stderr, past the test harness's capture: CI logs show the count.
+    let _ = writeln!(
+        std::io::stderr(),
         "injection suite: {} cases × {} modes, all held ({})",
         CASES.len(),
         MODES.len(),
