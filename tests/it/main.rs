@@ -28,6 +28,7 @@ mod elicitation;
 mod errors;
 mod golden;
 mod identity;
+mod injection;
 mod mcp;
 mod mcp_elicitation;
 mod migrations;
