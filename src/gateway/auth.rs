@@ -6,6 +6,7 @@ use axum::extract::{FromRef, FromRequestParts};
 use axum::http::request::Parts;
 use axum::http::{Method, header};
 use axum_extra::extract::CookieJar;
+use secrecy::SecretString;
 use subtle::ConstantTimeEq;
 
 use super::GatewayState;
@@ -51,6 +52,9 @@ pub struct ChatUser {
     pub email: Option<String>,
     pub roles: Vec<String>,
     pub via: Via,
+    /// The person's own access token (the bearer token, or the browser session's),
+    /// which tools that act for the person exchange for theirs. Never logged.
+    pub credential: Option<SecretString>,
 }
 
 impl<S> FromRequestParts<S> for ChatUser
@@ -87,12 +91,19 @@ where
                     "the token's subject is in the namespace kept for clients",
                 )
             })?;
+            let credential = parts
+                .headers
+                .get(header::AUTHORIZATION)
+                .and_then(|v| v.to_str().ok())
+                .and_then(|v| v.split_once(' '))
+                .map(|(_, token)| SecretString::from(token.trim().to_owned()));
             ChatUser {
                 subject,
                 name: principal.name,
                 email: principal.email,
                 roles: principal.roles,
                 via: Via::Bearer,
+                credential,
             }
         } else {
             let jar = CookieJar::from_headers(&parts.headers);
@@ -123,6 +134,7 @@ where
                 name: session.name,
                 email: session.email,
                 via: Via::Session,
+                credential: session.access_token.map(SecretString::from),
             }
         };
         parts.extensions.insert(user.clone());

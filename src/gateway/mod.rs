@@ -40,7 +40,7 @@ use crate::http::budget::Budget;
 use crate::identity::dev::DevCredentials;
 use crate::metrics::Metrics;
 use crate::settings::Mode;
-use crate::settings::mcp_servers::{AuthConfig, ServerConfig};
+use crate::settings::mcp_servers::{AuthConfig, ClientAuth, ServerConfig};
 use crate::settings::{API_PREFIX, Settings};
 use answer::Answerer;
 use chat::approvals::Approvals;
@@ -123,7 +123,9 @@ fn servers(settings: &Settings) -> anyhow::Result<Vec<ServerConfig>> {
         enabled: true,
         read_only: false,
         timeout: std::time::Duration::from_secs_f64(30.0),
-        auth: AuthConfig::ClientCredentials {
+        // maitred's own server takes delegated tokens: calls reach it, and through it
+        // the backend, as the person who asked.
+        auth: AuthConfig::TokenExchange(ClientAuth {
             client_id: "maitred-gateway".to_owned(),
             client_secret: Some(secret),
             client_secret_env: None,
@@ -131,7 +133,7 @@ fn servers(settings: &Settings) -> anyhow::Result<Vec<ServerConfig>> {
             resource: Some(settings.mcp_resource()),
             issuer: None,
             token_url: None,
-        },
+        }),
         // maitred's own server: its annotations are ours, so they are believed.
         trust_annotations: true,
         read_only_tools: Vec::new(),

@@ -71,6 +71,8 @@ pub struct Session {
     pub roles: String,
     pub scopes: String,
     pub refresh_token: Option<String>,
+    /// The person's access token, for tools that act for them (token exchange).
+    pub access_token: Option<String>,
     pub access_expires_at: i64,
     pub csrf_token: String,
     pub expires_at: i64,
@@ -269,8 +271,8 @@ impl Sessions {
             .map_err(|e| LoginError::Issuer(e.to_string()))?;
         let cookie = crate::random::token(32);
         sqlx::query(
-            "INSERT INTO browser_sessions (id_hash, subject, name, email, roles, scopes, refresh_token, access_expires_at, csrf_token, created_at, expires_at) \
-             VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11)",
+            "INSERT INTO browser_sessions (id_hash, subject, name, email, roles, scopes, refresh_token, access_expires_at, csrf_token, created_at, expires_at, access_token) \
+             VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12)",
         )
         .bind(hash(&cookie))
         .bind(&principal.subject)
@@ -283,6 +285,7 @@ impl Sessions {
         .bind(crate::random::token(24))
         .bind(now())
         .bind(now() + SESSION_SECS)
+        .bind(&answer.access_token)
         .execute(self.db.pool())
         .await
         .context("storing the session")?;
@@ -292,7 +295,7 @@ impl Sessions {
 
     async fn read(&self, id_hash: &str) -> Result<Option<Session>, GatewayError> {
         Ok(sqlx::query_as(
-            "SELECT subject, name, email, roles, scopes, refresh_token, access_expires_at, csrf_token, expires_at \
+            "SELECT subject, name, email, roles, scopes, refresh_token, access_token, access_expires_at, csrf_token, expires_at \
              FROM browser_sessions WHERE id_hash = $1",
         )
         .bind(id_hash)
@@ -399,17 +402,19 @@ impl Sessions {
             .expires_in
             .map_or(principal.expires_at, |secs| now() + secs);
         sqlx::query(
-            "UPDATE browser_sessions SET refresh_token = COALESCE($1, refresh_token), access_expires_at = $2, roles = $3, scopes = $4, refreshing_until = NULL WHERE id_hash = $5",
+            "UPDATE browser_sessions SET refresh_token = COALESCE($1, refresh_token), access_expires_at = $2, roles = $3, scopes = $4, refreshing_until = NULL, access_token = $6 WHERE id_hash = $5",
         )
         .bind(&answer.refresh_token)
         .bind(access_expires_at)
         .bind(principal.roles.join(" "))
         .bind(principal.scopes.join(" "))
         .bind(id_hash)
+        .bind(&answer.access_token)
         .execute(self.db.pool())
         .await?;
         Ok(Some(Session {
             refresh_token: answer.refresh_token.or(session.refresh_token.clone()),
+            access_token: Some(answer.access_token),
             access_expires_at,
             roles: principal.roles.join(" "),
             scopes: principal.scopes.join(" "),

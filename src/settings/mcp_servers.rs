@@ -11,7 +11,7 @@
 //! read_only_tools = ["list*", "get*"]  # tools the operator vouches change nothing
 //! require_approval = ["cancel*"]       # tools that always wait for the person's approval
 //! [mcp_servers.auth]
-//! type = "client_credentials"          # or "bearer" (token / token_env), or "none"
+//! type = "token_exchange"              # or "client_credentials", "bearer" (token / token_env), "none"
 //! client_id = "maitred-gateway"
 //! client_secret_env = "MCP_SECRET"     # or client_secret = "…"
 //! scopes = ["mcp.read", "mcp.write"]
@@ -68,17 +68,28 @@ pub enum AuthConfig {
         token: Option<SecretString>,
         token_env: Option<String>,
     },
-    ClientCredentials {
-        client_id: String,
-        client_secret: Option<SecretString>,
-        client_secret_env: Option<String>,
-        #[serde(default)]
-        scopes: Vec<String>,
-        resource: Option<String>,
-        /// Where to discover the token endpoint; default: maitred's issuer.
-        issuer: Option<String>,
-        token_url: Option<String>,
-    },
+    /// The gateway's own token for the server: every call reaches it as the gateway,
+    /// with the person named in `_meta` for audit only.
+    ClientCredentials(ClientAuth),
+    /// Each person's token exchanged (RFC 8693) for one that names them and the
+    /// gateway: calls reach the server as the person. The gateway's own token is
+    /// used for what no person asks for (initialize, tools/list).
+    TokenExchange(ClientAuth),
+}
+
+/// The gateway's client at the server's issuer.
+#[derive(Debug, Clone, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct ClientAuth {
+    pub client_id: String,
+    pub client_secret: Option<SecretString>,
+    pub client_secret_env: Option<String>,
+    #[serde(default)]
+    pub scopes: Vec<String>,
+    pub resource: Option<String>,
+    /// Where to discover the token endpoint; default: maitred's issuer.
+    pub issuer: Option<String>,
+    pub token_url: Option<String>,
 }
 
 fn yes() -> bool {

@@ -6,9 +6,13 @@
 use chrono::{Datelike, Duration, Utc, Weekday};
 use serde_json::{Value, json};
 
+use std::collections::BTreeMap;
+
+use maitred::scripted_llm::{Script, ToolCallSpec, Turn};
+use maitred::settings::gateway_file::RolePolicy;
 use rmcp::model::{CallToolRequestParams, RequestMetaObject};
 
-use crate::helpers::{Database, TestApp};
+use crate::helpers::{Database, Llm, SseEvent, TestApp, of};
 use crate::mcp::{MODERN, call, connect, open_day, text};
 use crate::on_both_databases;
 use crate::token_exchange::{exchange_as, person_tokens};
@@ -278,5 +282,106 @@ async fn our_mcp_server_reaches_the_backend_as_the_person(database: &Database) {
     for client in [operator, user, own] {
         client.cancel().await.unwrap();
     }
+    app.stop().await;
+}
+
+/// A person's token for the chat API: they signed in at the web client.
+async fn chat_token_of(app: &TestApp, username: &str) -> String {
+    person_tokens(app, username, "openid profile chat.read chat.write").await["access_token"]
+        .as_str()
+        .unwrap()
+        .to_owned()
+}
+
+fn booking_call(id: &str, guest: &str) -> ToolCallSpec {
+    ToolCallSpec::new(
+        id,
+        "resos__createBooking",
+        json!({ "date": open_day(6), "time": "18:00", "people": 2, "guestName": guest, "guestEmail": crate::chat::email(guest) })
+            .to_string(),
+    )
+}
+
+/// Asks, approves the write the model asks for, and returns the answer's events.
+async fn ask_and_approve(app: &TestApp, token: &str, question: &str) -> Vec<SseEvent> {
+    let mut stream = app.ask(token, question, None).await;
+    let mut events = stream.until("approval_required").await;
+    let approval = events.last().unwrap().data.clone();
+    let id = approval["id"].as_str().unwrap();
+    let approved = app
+        .gateway_post(
+            &format!("/api/v1/resos/chat/approvals/{id}"),
+            token,
+            &json!({ "approve": true }),
+        )
+        .await;
+    assert_eq!(approved.status(), 200);
+    events.extend(stream.rest().await);
+    events
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_booking_asked_for_in_the_chat_is_made_as_the_person() {
+    let script = Script::new([
+        Turn::tool_calls([booking_call("call_1", "Delegated Dora")]),
+        Turn::text("Booked."),
+        Turn::tool_calls([booking_call("call_2", "Refused Rita")]),
+        Turn::text("I could not book."),
+    ]);
+    let app = TestApp::spawn_chat(&Database::Sqlite, Llm::Scripted(script), |s| {
+        // The gateway's policy opened: a USER may call write tools.
+        s.gateway.file.policy = BTreeMap::from([(
+            "USER".to_owned(),
+            RolePolicy {
+                write_tools: true,
+                deny: Vec::new(),
+            },
+        )]);
+    })
+    .await;
+
+    let operator = chat_token_of(&app, "operator").await;
+    let events = ask_and_approve(&app, &operator, "Book Dora in").await;
+    let result = &of(&events, "tool_result")[0];
+    assert_eq!(result["status"], "ok", "{events:?}");
+    let admin = backend_token_of(&app, "admin").await;
+    let rows: Value = audit(&app, &admin, "?person=operator")
+        .await
+        .json()
+        .await
+        .unwrap();
+    let row = &rows.as_array().unwrap()[0];
+    assert_eq!(row["action"], "booking.create");
+    assert_eq!(row["actors"], json!(["maitred-mcp", "maitred-gateway"]));
+    // The tool call id the gateway gave the call reaches the backend's audit.
+    assert_eq!(row["toolCallId"], of(&events, "tool_call")[0]["id"]);
+    let id = row["resourceId"].as_str().unwrap();
+    assert_eq!(
+        authors(&app, id).await,
+        (
+            Some("operator".into()),
+            Some("maitred-mcp maitred-gateway".into())
+        )
+    );
+
+    // A USER, past the opened gateway policy: the backend itself refuses.
+    let user = chat_token_of(&app, "user").await;
+    let events = ask_and_approve(&app, &user, "Book Rita in").await;
+    let result = &of(&events, "tool_result")[0];
+    assert_eq!(result["status"], "error", "{events:?}");
+    assert!(
+        result["summary"]
+            .as_str()
+            .unwrap()
+            .contains("may read but not write"),
+        "{result}"
+    );
+    let rita: Value = app
+        .get_json(
+            "/bookings?customQuery=guest.name = 'Refused Rita'",
+            &app.backend_token().await,
+        )
+        .await;
+    assert_eq!(rita, json!([]));
     app.stop().await;
 }

@@ -9,7 +9,7 @@ use maitred::app::{App, Bound, Role};
 use maitred::db::Db;
 use maitred::identity::dev::DevCredentials;
 use maitred::scripted_llm::{Script, ScriptedLlm};
-use maitred::settings::mcp_servers::{AuthConfig, ServerConfig};
+use maitred::settings::mcp_servers::{AuthConfig, ClientAuth, ServerConfig};
 use maitred::settings::{LlmSettings, Settings, sqlite_url};
 use secrecy::SecretString;
 use serde_json::Value;
@@ -132,7 +132,7 @@ pub(crate) fn own_mcp_server(settings: &Settings, name: &str) -> ServerConfig {
         enabled: true,
         read_only: false,
         timeout: Duration::from_secs(5),
-        auth: AuthConfig::ClientCredentials {
+        auth: AuthConfig::TokenExchange(ClientAuth {
             client_id: "maitred-gateway".into(),
             client_secret: credentials
                 .client_secret("maitred-gateway")
@@ -142,7 +142,7 @@ pub(crate) fn own_mcp_server(settings: &Settings, name: &str) -> ServerConfig {
             resource: Some(settings.mcp_resource()),
             issuer: None,
             token_url: None,
-        },
+        }),
         trust_annotations: true,
         read_only_tools: Vec::new(),
         require_approval: Vec::new(),

@@ -13,10 +13,11 @@ use axum::extract::{Request, State};
 use axum::http::{HeaderValue, StatusCode};
 use axum::response::{IntoResponse, Response};
 use maitred::scripted_llm::{Script, ToolCallSpec, Turn};
+use maitred::settings::mcp_servers::AuthConfig;
 use serde_json::Value;
 use tokio::net::TcpListener;
 
-use crate::helpers::{Database, Llm, SseEvent, TestApp, answer};
+use crate::helpers::{Database, Llm, SseEvent, TestApp, answer, own_mcp_server};
 
 fn tables_then_answer(questions: usize) -> Script {
     Script::new((0..questions).flat_map(|i| {
@@ -170,7 +171,13 @@ async fn a_revoked_mcp_token_is_refreshed_once_and_the_call_retried() {
         Llm::Scripted(tables_then_answer(2)),
         |s| {
             *proxy.target.lock().unwrap() = s.mcp_resource();
-            s.gateway.mcp_url = Some(proxy_url.clone());
+            // The gateway's own client-credentials token, for every request.
+            let mut server = own_mcp_server(s, "resos");
+            if let AuthConfig::TokenExchange(auth) = server.auth {
+                server.auth = AuthConfig::ClientCredentials(auth);
+            }
+            server.url.clone_from(&proxy_url);
+            s.gateway.file.mcp_servers = vec![server];
         },
     )
     .await;
@@ -190,5 +197,38 @@ async fn a_revoked_mcp_token_is_refreshed_once_and_the_call_retried() {
     let tokens = proxy.tokens.lock().unwrap().clone();
     assert_eq!(tokens.len(), 2, "the gateway fetched exactly one new token");
     assert_ne!(tokens[0], tokens[1]);
+    app.stop().await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_revoked_delegated_token_is_exchanged_again_once_and_the_call_retried() {
+    let proxy = RevokingProxy::default();
+    let proxy_url = proxy.start().await;
+    let app = TestApp::spawn_chat(
+        &Database::Sqlite,
+        Llm::Scripted(tables_then_answer(2)),
+        |s| {
+            *proxy.target.lock().unwrap() = s.mcp_resource();
+            s.gateway.mcp_url = Some(proxy_url.clone());
+        },
+    )
+    .await;
+    let token = app.chat_token().await;
+    let first = app.ask(&token, "Tables?", None).await.rest().await;
+    assert_eq!(tool_result(&first)["status"], "ok");
+    // The gateway's own token listed the tools; the call carried the asker's.
+    assert_eq!(proxy.tokens.lock().unwrap().len(), 2);
+
+    // The next request is the call, with the asker's exchanged token (kept): revoked.
+    proxy.revoke_next.store(true, Ordering::SeqCst);
+    let events = app.ask(&token, "Tables?", None).await.rest().await;
+    assert_eq!(tool_result(&events)["status"], "ok", "{events:?}");
+    assert_eq!(
+        *proxy.refused.lock().unwrap(),
+        1,
+        "one 401, then a fresh exchange"
+    );
+    let tokens = proxy.tokens.lock().unwrap().clone();
+    assert_eq!(tokens.len(), 3, "exactly one more exchange");
     app.stop().await;
 }

@@ -402,6 +402,7 @@ impl Setup {
             email: None,
             roles: Vec::new(),
             via: Via::Bearer,
+            credential: None,
         };
         let answer = Answer {
             recorder: &recorder,

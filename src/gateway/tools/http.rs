@@ -1,5 +1,11 @@
 //! rmcp's HTTP transport with credentials that change: each request carries the
 //! current token, and a 401 forces one (single-flight) refresh and one retry.
+//!
+//! With delegation, the token depends on the request: a `tools/call` made for a
+//! person carries that person's token exchanged for the server (RFC 8693); what no
+//! person asks for (initialize, tools/list, notifications) carries the gateway's own.
+//! The call names its person by the tool call id in its `_meta`, which the hub
+//! registers for the length of the call.
 
 use std::borrow::Cow;
 use std::collections::HashMap;
@@ -7,37 +13,86 @@ use std::sync::Arc;
 
 use axum::http::{HeaderName, HeaderValue};
 use futures::stream::BoxStream;
-use rmcp::model::ClientJsonRpcMessage;
+use rmcp::model::{ClientJsonRpcMessage, ClientRequest, JsonRpcMessage};
 use rmcp::transport::streamable_http_client::{
     StreamableHttpClient, StreamableHttpError, StreamableHttpPostResponse,
 };
 use sse_stream::{Error as SseError, Sse};
 
-use secrecy::ExposeSecret;
+use secrecy::{ExposeSecret, SecretString};
 
+use super::hub::TOOL_CALL_META;
+use crate::delegation::Exchanger;
 use crate::oauth_client::TokenSource;
 
 pub(super) enum Credentials {
     Anonymous,
     Static(secrecy::SecretString),
     Issued(Box<TokenSource>),
+    /// The gateway's own token, and each person's exchanged one for their calls.
+    Delegated {
+        own: Box<TokenSource>,
+        exchanger: Box<Exchanger>,
+    },
+}
+
+/// The person's tokens of the calls under way, by tool call id.
+#[derive(Default)]
+pub(super) struct People(std::sync::Mutex<HashMap<String, SecretString>>);
+
+impl People {
+    fn lock(&self) -> std::sync::MutexGuard<'_, HashMap<String, SecretString>> {
+        self.0
+            .lock()
+            .unwrap_or_else(|poisoned| poisoned.into_inner())
+    }
+
+    fn of(&self, call: &str) -> Option<SecretString> {
+        self.lock().get(call).cloned()
+    }
+}
+
+/// A call's person, known to the transport until the call ends.
+pub(super) struct Acting<'a> {
+    people: &'a People,
+    call: String,
+}
+
+impl Drop for Acting<'_> {
+    fn drop(&mut self) {
+        self.people.lock().remove(&self.call);
+    }
 }
 
 impl Credentials {
-    async fn token(&self) -> Result<Option<String>, String> {
-        match self {
-            Credentials::Anonymous => Ok(None),
-            Credentials::Static(token) => Ok(Some(token.expose_secret().to_owned())),
-            Credentials::Issued(source) => {
+    /// The token for a request made for `person` (a person's token), or for nobody.
+    async fn token(&self, person: Option<&SecretString>) -> Result<Option<String>, String> {
+        match (self, person) {
+            (Credentials::Anonymous, _) => Ok(None),
+            (Credentials::Static(token), _) => Ok(Some(token.expose_secret().to_owned())),
+            (Credentials::Issued(source), _)
+            | (Credentials::Delegated { own: source, .. }, None) => {
                 source.token().await.map(Some).map_err(|e| format!("{e:#}"))
             }
+            (Credentials::Delegated { exchanger, .. }, Some(person)) => exchanger
+                .token_for(person.expose_secret())
+                .await
+                .map(Some)
+                .map_err(|e| e.to_string()),
         }
     }
 
     /// A fresh token after `rejected` was refused; `None` when nothing can change.
-    async fn refresh(&self, rejected: &str) -> Option<String> {
-        match self {
-            Credentials::Issued(source) => source.refresh(rejected).await.ok(),
+    async fn refresh(&self, person: Option<&SecretString>, rejected: &str) -> Option<String> {
+        match (self, person) {
+            (Credentials::Issued(source), _)
+            | (Credentials::Delegated { own: source, .. }, None) => {
+                source.refresh(rejected).await.ok()
+            }
+            (Credentials::Delegated { exchanger, .. }, Some(person)) => exchanger
+                .refresh(person.expose_secret(), rejected)
+                .await
+                .ok(),
             _ => None,
         }
     }
@@ -47,6 +102,7 @@ impl Credentials {
 pub(super) struct AuthedHttp {
     http: reqwest::Client,
     credentials: Arc<Credentials>,
+    people: Arc<People>,
 }
 
 type Error = StreamableHttpError<reqwest::Error>;
@@ -62,7 +118,36 @@ impl AuthedHttp {
         Self {
             http,
             credentials: Arc::new(credentials),
+            people: Arc::default(),
         }
+    }
+
+    /// Whether calls must carry their person's token (delegation).
+    pub(super) fn delegates(&self) -> bool {
+        matches!(*self.credentials, Credentials::Delegated { .. })
+    }
+
+    /// Until the returned guard drops, requests of tool call `call` carry `person`'s
+    /// token, exchanged for the server.
+    pub(super) fn acting_for(&self, call: &str, person: SecretString) -> Acting<'_> {
+        self.people.lock().insert(call.to_owned(), person);
+        Acting {
+            people: &self.people,
+            call: call.to_owned(),
+        }
+    }
+
+    /// The person a message is sent for: a `tools/call` whose `_meta` names a call
+    /// under way for one.
+    fn person_of(&self, message: &ClientJsonRpcMessage) -> Option<SecretString> {
+        let JsonRpcMessage::Request(request) = message else {
+            return None;
+        };
+        let ClientRequest::CallToolRequest(call) = &request.request else {
+            return None;
+        };
+        let id = call.params.meta.as_ref()?.get(TOOL_CALL_META)?.as_str()?;
+        self.people.of(id)
     }
 }
 
@@ -77,7 +162,12 @@ impl StreamableHttpClient for AuthedHttp {
         _auth_header: Option<String>,
         custom_headers: HashMap<HeaderName, HeaderValue>,
     ) -> Result<StreamableHttpPostResponse, Error> {
-        let token = self.credentials.token().await.map_err(no_token)?;
+        let person = self.person_of(&message);
+        let token = self
+            .credentials
+            .token(person.as_ref())
+            .await
+            .map_err(no_token)?;
         let first = self
             .http
             .post_message(
@@ -90,7 +180,7 @@ impl StreamableHttpClient for AuthedHttp {
             .await;
         match (first, token) {
             (Err(StreamableHttpError::AuthRequired(_)), Some(rejected)) => {
-                let Some(fresh) = self.credentials.refresh(&rejected).await else {
+                let Some(fresh) = self.credentials.refresh(person.as_ref(), &rejected).await else {
                     return Err(no_token(
                         "the server refused the token and no other can be had".into(),
                     ));
@@ -111,7 +201,7 @@ impl StreamableHttpClient for AuthedHttp {
         _auth_header: Option<String>,
         custom_headers: HashMap<HeaderName, HeaderValue>,
     ) -> Result<(), Error> {
-        let token = self.credentials.token().await.map_err(no_token)?;
+        let token = self.credentials.token(None).await.map_err(no_token)?;
         self.http
             .delete_session(uri, session_id, token, custom_headers)
             .await
@@ -125,7 +215,7 @@ impl StreamableHttpClient for AuthedHttp {
         _auth_header: Option<String>,
         custom_headers: HashMap<HeaderName, HeaderValue>,
     ) -> Result<BoxStream<'static, Result<Sse, SseError>>, Error> {
-        let token = self.credentials.token().await.map_err(no_token)?;
+        let token = self.credentials.token(None).await.map_err(no_token)?;
         self.http
             .get_stream(uri, session_id, last_event_id, token, custom_headers)
             .await

@@ -34,13 +34,15 @@ use super::http::{AuthedHttp, Credentials};
 use super::interaction::CallLink;
 use super::routes::Routes;
 use super::schema;
+use crate::delegation::{ExchangeClient, Exchanger};
 use crate::gateway::llm::ToolDef;
 use crate::issuer::Issuer;
 use crate::oauth_client::{ClientCredentials, TokenFetchLabels, TokenSource};
 use crate::settings::gateway_file::Resilience;
-use crate::settings::mcp_servers::{AuthConfig, ServerConfig, secret};
+use crate::settings::mcp_servers::{AuthConfig, ClientAuth, ServerConfig, secret};
 use prometheus_client::metrics::counter::Counter;
 use prometheus_client::metrics::family::Family;
+use secrecy::SecretString;
 
 /// Rediscover tools at least this often.
 const TTL: Duration = Duration::from_secs(300);
@@ -48,6 +50,9 @@ const TTL: Duration = Duration::from_secs(300);
 const RETRY_AFTER_FAILURE: Duration = Duration::from_secs(5);
 /// The `_meta` key naming the end user a call is made for (audit only).
 const END_USER_META: &str = "maitred/endUserId";
+/// The `_meta` key naming the gateway's tool call: the server's audit records it, and
+/// the transport finds the call's person by it.
+pub(super) const TOOL_CALL_META: &str = "maitred/toolCallId";
 /// Most `input_required` rounds of one call (SEP-2322): a few questions, not a dialogue.
 const MAX_INPUT_ROUNDS: usize = 4;
 
@@ -123,6 +128,9 @@ impl Catalogue {
 #[derive(Debug, Clone, Copy)]
 pub struct CallContext<'a> {
     pub end_user: &'a str,
+    /// The person's own token, for servers that take delegated tokens.
+    pub person: Option<&'a SecretString>,
+    pub tool_call_id: &'a str,
     /// The W3C `traceparent` of the question's span.
     pub traceparent: &'a str,
     pub link: &'a CallLink,
@@ -281,6 +289,41 @@ impl Server {
     }
 }
 
+/// Where a server's client authenticates: its own issuer, or maitred's.
+fn issuer_of(issuer: &Issuer, auth: &ClientAuth) -> Issuer {
+    auth.issuer
+        .as_deref()
+        .map_or_else(|| issuer.clone(), |i| Issuer::new(i, None))
+}
+
+fn client_secret(server: &str, auth: &ClientAuth) -> anyhow::Result<SecretString> {
+    secret(
+        &auth.client_secret,
+        &auth.client_secret_env,
+        &format!("MCP server {server} client secret"),
+    )
+}
+
+/// The gateway's own client-credentials token for a server.
+fn own_tokens(
+    http: &reqwest::Client,
+    issuer: &Issuer,
+    server: &str,
+    auth: &ClientAuth,
+) -> anyhow::Result<TokenSource> {
+    Ok(TokenSource::new(
+        http.clone(),
+        issuer_of(issuer, auth),
+        ClientCredentials {
+            token_url: auth.token_url.clone().unwrap_or_default(),
+            client_id: auth.client_id.clone(),
+            client_secret: client_secret(server, auth)?,
+            scopes: auth.scopes.clone(),
+            resource: auth.resource.clone(),
+        },
+    ))
+}
+
 pub struct ToolHub {
     servers: Vec<Arc<Server>>,
     /// Where a call abandoned mid-way tells its server so.
@@ -310,34 +353,27 @@ impl ToolHub {
                     token_env,
                     &format!("MCP server {} token", config.name),
                 )?),
-                AuthConfig::ClientCredentials {
-                    client_id,
-                    client_secret,
-                    client_secret_env,
-                    scopes,
-                    resource,
-                    issuer: own_issuer,
-                    token_url,
-                } => Credentials::Issued(Box::new(
-                    TokenSource::new(
-                        http.clone(),
-                        own_issuer
-                            .as_deref()
-                            .map_or_else(|| issuer.clone(), |i| Issuer::new(i, None)),
-                        ClientCredentials {
-                            token_url: token_url.clone().unwrap_or_default(),
-                            client_id: client_id.clone(),
-                            client_secret: secret(
-                                client_secret,
-                                client_secret_env,
-                                &format!("MCP server {} client secret", config.name),
-                            )?,
-                            scopes: scopes.clone(),
-                            resource: resource.clone(),
-                        },
-                    )
-                    .with_metrics(token_requests.clone()),
+                AuthConfig::ClientCredentials(auth) => Credentials::Issued(Box::new(
+                    own_tokens(&http, issuer, &config.name, auth)?
+                        .with_metrics(token_requests.clone()),
                 )),
+                AuthConfig::TokenExchange(auth) => Credentials::Delegated {
+                    own: Box::new(
+                        own_tokens(&http, issuer, &config.name, auth)?
+                            .with_metrics(token_requests.clone()),
+                    ),
+                    exchanger: Box::new(Exchanger::new(
+                        http.clone(),
+                        issuer_of(issuer, auth),
+                        ExchangeClient {
+                            token_url: auth.token_url.clone().unwrap_or_default(),
+                            client_id: auth.client_id.clone(),
+                            client_secret: client_secret(&config.name, auth)?,
+                            resource: auth.resource.clone(),
+                            scopes: auth.scopes.clone(),
+                        },
+                    )),
+                },
             };
             servers.push(Arc::new(Server {
                 breaker: Breaker::new(
@@ -546,8 +582,23 @@ impl ToolHub {
             .link
             .clone()
             .allowing_loopback_http(self.loopback_http);
+        // A server that takes delegated tokens is called as the person, never as the
+        // gateway in their stead.
+        let _acting = match (server.http.delegates(), context.person) {
+            (false, _) => None,
+            (true, Some(person)) => {
+                Some(server.http.acting_for(context.tool_call_id, person.clone()))
+            }
+            (true, None) => {
+                return CallOutcome::ToolError(format!(
+                    "{} acts only for a signed-in person, and this request carries no sign-in to act on; sign in again",
+                    tool.server
+                ));
+            }
+        };
         let mut meta = RequestMetaObject::default();
         meta.insert(END_USER_META.to_owned(), Value::from(context.end_user));
+        meta.insert(TOOL_CALL_META.to_owned(), Value::from(context.tool_call_id));
         // One question is one trace: the MCP server continues it (SEP-414).
         meta.set_traceparent(context.traceparent);
         let mut params = CallToolRequestParams::new(tool.tool.clone()).with_arguments(arguments);

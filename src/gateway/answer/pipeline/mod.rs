@@ -114,6 +114,8 @@ impl Answerer {
         let traceparent = answer.trace.header_value();
         let context = CallContext {
             end_user: answer.user.subject.as_str(),
+            person: answer.user.credential.as_ref(),
+            tool_call_id: shown.id.as_str(),
             traceparent: &traceparent,
             link: &link,
         };
