@@ -250,6 +250,11 @@ pub struct McpArgs {
     /// (default: the MCP and gateway public URLs and http://localhost:*).
     #[arg(long, env = "MAITRED_MCP_ALLOWED_ORIGINS", value_delimiter = ',')]
     pub mcp_allowed_origins: Vec<String>,
+
+    /// Clients whose delegated tokens (a person's token they exchanged, naming them in
+    /// `act`) the MCP role takes, comma-separated; others are refused.
+    #[arg(long, env = "MAITRED_MCP_TRUSTED_ACTORS", value_delimiter = ',', default_value = defaults::MCP_TRUSTED_ACTORS)]
+    pub mcp_trusted_actors: Vec<String>,
 }
 
 #[derive(Debug, Clone, Args)]

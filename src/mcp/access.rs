@@ -42,9 +42,11 @@ pub(super) async fn metadata_document(State(document): State<Arc<Value>>) -> Jso
     Json(document.as_ref().clone())
 }
 
-/// Every request needs a valid token for this resource carrying an MCP scope.
+/// Every request needs a valid token for this resource carrying an MCP scope; a
+/// delegated token (one that names clients acting for its subject) only from a
+/// trusted client.
 pub(super) async fn require_token(
-    State(verifier): State<Arc<TokenVerifier>>,
+    State((verifier, trusted_actors)): State<(Arc<TokenVerifier>, Arc<[String]>)>,
     request: Request,
     next: Next,
 ) -> Response {
@@ -53,6 +55,19 @@ pub(super) async fn require_token(
         Ok(principal) => principal,
         Err(error) => return McpHttpError::from(error).into_response(),
     };
+    if let Some(actor) = principal.actors.first()
+        && !trusted_actors.contains(actor)
+    {
+        tracing::warn!(actor = ?actor, subject = ?principal.subject, "refused a delegated token from a client not trusted to act for people");
+        return McpHttpError::from(verifier.error(
+            AuthErrorKind::InvalidToken,
+            format!(
+                "this MCP server takes delegated tokens only from {}",
+                trusted_actors.join(", ")
+            ),
+        ))
+        .into_response();
+    }
     if !principal.has_scope(READ_SCOPE) && !principal.has_scope(WRITE_SCOPE) {
         return McpHttpError::from(verifier.error(
             AuthErrorKind::InsufficientScope {
@@ -155,6 +170,8 @@ impl SessionOwners {
 }
 
 /// A session id presented by another subject than the one that created it is refused.
+/// A delegated token belongs to the session of the client that presents it (its
+/// newest actor): one gateway session carries the calls of many people.
 pub(super) async fn bind_sessions(
     State(owners): State<SessionOwners>,
     request: Request,
@@ -163,7 +180,7 @@ pub(super) async fn bind_sessions(
     let subject = request
         .extensions()
         .get::<Principal>()
-        .map(|p| p.subject.clone())
+        .map(|p| p.actors.first().unwrap_or(&p.subject).clone())
         .unwrap_or_default();
     let presented = request
         .headers()

@@ -157,7 +157,10 @@ pub fn router(
             access::require_tool_scope,
         ))
         .layer(from_fn_with_state(owners, access::bind_sessions))
-        .layer(from_fn_with_state(verifier, access::require_token));
+        .layer(from_fn_with_state(
+            (verifier, Arc::from(settings.mcp.trusted_actors.clone())),
+            access::require_token,
+        ));
 
     let metadata = Arc::new(access::resource_metadata(&resource, settings.issuer()));
     let discovery = Router::new()

@@ -26,6 +26,8 @@ pub const ACCESS_TOKEN_TTL: Duration = Duration::from_secs(900);
 
 pub const MCP_BACKEND_TIMEOUT: Duration = Duration::from_secs(5);
 pub const MCP_CLIENT_ID: &str = "maitred-mcp";
+/// The clients the MCP role takes delegated tokens from: the gateway's.
+pub const MCP_TRUSTED_ACTORS: &str = "maitred-gateway";
 
 pub const LLM_MODEL: &str = "gpt-4o-mini";
 pub const MAX_ITERATIONS: u32 = 10;

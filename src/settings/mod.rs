@@ -123,6 +123,8 @@ pub struct McpSettings {
     pub client_secret: Option<SecretString>,
     pub allowed_hosts: Vec<String>,
     pub allowed_origins: Vec<String>,
+    /// Clients whose delegated tokens are taken (the newest actor in `act`).
+    pub trusted_actors: Vec<String>,
 }
 
 /// The chat gateway: which model, which MCP servers, and the loop's limits.
@@ -205,6 +207,7 @@ impl McpSettings {
             client_id: defaults::MCP_CLIENT_ID.to_owned(),
             client_secret: None,
             allowed_hosts,
+            trusted_actors: vec![defaults::MCP_TRUSTED_ACTORS.to_owned()],
         }
     }
 }

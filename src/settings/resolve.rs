@@ -130,6 +130,12 @@ fn mcp_from(mut mcp: McpSettings, args: &McpArgs) -> anyhow::Result<McpSettings>
     if !args.mcp_allowed_origins.is_empty() {
         mcp.allowed_origins.clone_from(&args.mcp_allowed_origins);
     }
+    mcp.trusted_actors = args
+        .mcp_trusted_actors
+        .iter()
+        .map(|a| a.trim().to_owned())
+        .filter(|a| !a.is_empty())
+        .collect();
     Ok(mcp)
 }
 

@@ -13,12 +13,13 @@ use maitred::settings::gateway_file::RolePolicy;
 use rmcp::model::{CallToolRequestParams, RequestMetaObject};
 
 use crate::helpers::{Database, Llm, SseEvent, TestApp, of};
-use crate::mcp::{MODERN, call, connect, open_day, text};
+use crate::mcp::{MODERN, call, connect, initialize, open_day, post, text};
 use crate::on_both_databases;
-use crate::token_exchange::{exchange_as, person_tokens};
+use crate::token_exchange::{exchange_as, person_tokens, signed};
 
 on_both_databases!(
     the_backend_writes_only_as_a_person_who_may,
+    only_trusted_clients_may_bring_delegated_tokens,
     our_mcp_server_reaches_the_backend_as_the_person,
 );
 
@@ -383,5 +384,34 @@ async fn a_booking_asked_for_in_the_chat_is_made_as_the_person() {
         )
         .await;
     assert_eq!(rita, json!([]));
+    app.stop().await;
+}
+
+async fn only_trusted_clients_may_bring_delegated_tokens(database: &Database) {
+    let app = TestApp::spawn(database).await;
+    let now = chrono::Utc::now().timestamp();
+    let delegated = |actor: &str| {
+        json!({ "iss": app.url, "sub": "operator", "aud": app.mcp_url, "exp": now + 120, "iat": now,
+                "scope": "mcp.read mcp.write", "roles": ["OPERATOR"], "client_id": actor,
+                "act": { "sub": actor } })
+    };
+    // The gateway (trusted by default) is let in; a client the role does not trust is
+    // not, however valid its token.
+    let trusted = signed(&app, &delegated("maitred-gateway")).await;
+    assert_eq!(
+        post(&app, Some(&trusted), None, initialize())
+            .await
+            .status(),
+        200
+    );
+    let intruder = signed(&app, &delegated("some-other-app")).await;
+    let refused = post(&app, Some(&intruder), None, initialize()).await;
+    assert_eq!(refused.status(), 401);
+    let challenge = refused.headers()["www-authenticate"]
+        .to_str()
+        .unwrap()
+        .to_owned();
+    assert!(challenge.contains("invalid_token"), "{challenge}");
+    assert!(challenge.contains("maitred-gateway"), "{challenge}");
     app.stop().await;
 }

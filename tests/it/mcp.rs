@@ -276,7 +276,7 @@ async fn bookings_made_through_mcp_are_in_the_backend_and_errors_say_what_to_do(
 }
 
 /// A raw JSON-RPC POST to the MCP endpoint.
-async fn post(
+pub(crate) async fn post(
     app: &TestApp,
     token: Option<&str>,
     session: Option<&str>,
@@ -297,7 +297,7 @@ async fn post(
     request.send().await.unwrap()
 }
 
-fn initialize() -> Value {
+pub(crate) fn initialize() -> Value {
     json!({ "jsonrpc": "2.0", "id": 1, "method": "initialize", "params": {
         "protocolVersion": "2025-11-25", "capabilities": {}, "clientInfo": { "name": "raw", "version": "1" } } })
 }

@@ -168,7 +168,7 @@ fn refused(result: &(u16, Value), error: &str, says: &str) {
 
 /// A token signed with the issuer's own key, with the claims given: for subject
 /// tokens the issuer would never issue (expired, too deep a chain).
-async fn signed(app: &TestApp, claims: &Value) -> String {
+pub(crate) async fn signed(app: &TestApp, claims: &Value) -> String {
     let (kid, private): (String, String) =
         sqlx::query_as("SELECT kid, private_key FROM signing_keys ORDER BY created_at LIMIT 1")
             .fetch_one(app.db.pool())
