@@ -354,6 +354,8 @@ async fn a_booking_asked_for_in_the_chat_is_made_as_the_person() {
     let row = &rows.as_array().unwrap()[0];
     assert_eq!(row["action"], "booking.create");
     assert_eq!(row["actors"], json!(["maitred-mcp", "maitred-gateway"]));
+    // The card says whom the call is made as.
+    assert_eq!(of(&events, "tool_call")[0]["acting_as"], "Oscar Operator");
     // The tool call id the gateway gave the call reaches the backend's audit.
     assert_eq!(row["toolCallId"], of(&events, "tool_call")[0]["id"]);
     let id = row["resourceId"].as_str().unwrap();

@@ -29,7 +29,12 @@ export type ToolCallEvent = { id: ToolCallId, server: string, tool: string,
 /**
  * A short human text ("Looking up customers · limit 5").
  */
-title: string, arguments: unknown, };
+title: string, arguments: unknown, 
+/**
+ * The person the call is made as (their name), when the server takes delegated
+ * tokens: it reaches the business system as them, not as the gateway.
+ */
+acting_as?: string, };
 
 export type ApprovalRequiredEvent = { id: ToolCallId, server: string, tool: string, title: string, arguments: unknown, expires_at: string, };
 

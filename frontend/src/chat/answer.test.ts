@@ -50,7 +50,16 @@ describe("applyEvent", () => {
     expect(answer.text).toBe("Let me look.\n\nBooked.");
     expect(answer.tools).toHaveLength(1);
     expect(answer.tools[0]).toMatchObject({ status: "ok", durationMs: 40, summary: "booked" });
+    expect(answer.tools[0]?.actingAs).toBeUndefined();
     expect(answer.streaming).toBe(false);
+  });
+
+  it("keeps whom a call is made as", () => {
+    const answer = applyEvent(emptyAnswer(), {
+      type: "tool_call",
+      data: { id: "tc_1", server: "resos", tool: "createBooking", title: "Booking", arguments: {}, acting_as: "Ada Lovelace" },
+    });
+    expect(answer.tools[0]?.actingAs).toBe("Ada Lovelace");
   });
 
   it("ends calls still open when the answer ends", () => {

@@ -52,6 +52,8 @@ export interface ToolView {
   tool: string;
   title: string;
   arguments: unknown;
+  /** Whom the call reaches the business system as (a server that takes delegated tokens). */
+  actingAs?: string;
   status: ToolStatus;
   durationMs?: number;
   summary?: string;
@@ -203,12 +205,13 @@ export function applyEvent(answer: Answer, event: ChatEvent): Answer {
       };
     }
     case "tool_call": {
-      const { id, server, tool, title } = event.data;
+      const { id, server, tool, title, acting_as: actingAs } = event.data;
       if (answer.tools.some((t) => t.id === id)) return answer;
+      const call: ToolView = { id, server, tool, title, arguments: event.data.arguments, status: "running" };
       return {
         ...answer,
         afterTool: true,
-        tools: [...answer.tools, { id, server, tool, title, arguments: event.data.arguments, status: "running" }],
+        tools: [...answer.tools, actingAs === undefined ? call : { ...call, actingAs }],
       };
     }
     case "approval_required": {

@@ -69,6 +69,23 @@ describe("ToolCard", () => {
     expect(screen.queryByTestId("approval-card")).toBeNull();
     expect(screen.getByTestId("tool-card").textContent).toContain("You approved this call.");
   });
+
+  it("says a write was made as the person, when the server acts for them", () => {
+    const write: ToolView = {
+      ...base,
+      tool: "createBooking",
+      status: "ok",
+      actingAs: "Ada Lovelace",
+      approval: { expiresAt: new Date(Date.now() + 300_000).toISOString(), decision: "approved" },
+    };
+    const { rerender } = render(<ToolCard tool={write} onDecide={() => {}} />);
+    expect(screen.getByTestId("tool-card-as").textContent).toBe("Made as Ada Lovelace, not as the assistant.");
+    // A read, or a server that is called as the gateway, says nothing of the kind.
+    rerender(<ToolCard tool={{ ...write, approval: undefined }} onDecide={() => {}} />);
+    expect(screen.queryByTestId("tool-card-as")).toBeNull();
+    rerender(<ToolCard tool={{ ...write, actingAs: undefined }} onDecide={() => {}} />);
+    expect(screen.queryByTestId("tool-card-as")).toBeNull();
+  });
 });
 
 describe("ApprovalCard actions", () => {

@@ -118,6 +118,11 @@ export function ToolCard({
       {approval && !asking && approval.decision !== "pending" && (
         <p className="tool-decision">{approval.decision === "denied" ? "You denied this call." : "You approved this call."}</p>
       )}
+      {approval && tool.actingAs && (
+        <p className="tool-acting-as" data-testid="tool-card-as">
+          Made as {tool.actingAs}, not as the assistant.
+        </p>
+      )}
       {tool.progress && active && <ToolProgressBar title={tool.title} progress={tool.progress} />}
       {input && input.state !== "closed" && onAnswerInput && (
         <InputCard

@@ -37,6 +37,8 @@ pub struct ShownCall {
     pub tool: String,
     pub title: String,
     pub arguments: Value,
+    /// Whom the call is made as, for the card (see `ToolCallEvent::acting_as`).
+    pub acting_as: Option<String>,
 }
 
 /// A call that has started, until its result.
@@ -223,6 +225,7 @@ impl Recorder {
             tool: shown.tool.clone(),
             title: shown.title.clone(),
             arguments: shown.arguments.clone(),
+            acting_as: shown.acting_as.clone(),
         }))
         .await?;
         let call = NewCall {

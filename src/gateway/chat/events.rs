@@ -61,6 +61,11 @@ pub struct ToolCallEvent {
     pub title: String,
     #[cfg_attr(test, ts(type = "unknown"))]
     pub arguments: Value,
+    /// The person the call is made as (their name), when the server takes delegated
+    /// tokens: it reaches the business system as them, not as the gateway.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    #[cfg_attr(test, ts(optional))]
+    pub acting_as: Option<String>,
 }
 
 /// A call waits for the person's approval until `expires_at`.

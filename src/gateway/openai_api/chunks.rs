@@ -360,6 +360,7 @@ mod tests {
                 tool: "getTables".into(),
                 title: "Looking up tables".into(),
                 arguments: serde_json::json!({}),
+                acting_as: None,
             }),
             ChatEvent::ToolResult(ToolResultEvent {
                 id: call,

@@ -69,6 +69,8 @@ pub struct RegisteredTool {
     pub read_only: bool,
     /// Each call waits for the person's approval.
     pub needs_approval: bool,
+    /// Calls reach the server as the person (a token exchanged for theirs).
+    pub as_person: bool,
     validator: Option<jsonschema::Validator>,
 }
 
@@ -524,6 +526,7 @@ impl ToolHub {
                     title,
                     read_only,
                     needs_approval,
+                    as_person: server.http.delegates(),
                     validator,
                 }))
             })
@@ -837,6 +840,7 @@ impl RegisteredTool {
             },
             read_only,
             needs_approval: !read_only,
+            as_person: false,
             validator: None,
         }
     }

@@ -71,6 +71,7 @@ impl Answerer {
             arguments: arguments
                 .clone()
                 .unwrap_or_else(|_| Value::String(call.arguments.clone())),
+            acting_as: None,
         };
         let Some(tool) = catalogue.find(&call.name) else {
             let started = recorder.call_started(turn, &call.id, &shown, false).await?;
@@ -87,6 +88,9 @@ impl Answerer {
         shown.server.clone_from(&tool.server);
         shown.tool.clone_from(&tool.tool);
         shown.title = summarise::title(&tool.title, &shown.arguments);
+        if tool.as_person {
+            shown.acting_as.clone_from(&answer.user.name);
+        }
         let started = recorder.call_started(turn, &call.id, &shown, true).await?;
 
         if let Err(reason) = permission::allowed(&self.policy, answer, &tool, budget_spent) {
