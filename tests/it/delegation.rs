@@ -417,3 +417,73 @@ async fn only_trusted_clients_may_bring_delegated_tokens(database: &Database) {
     assert!(challenge.contains("maitred-gateway"), "{challenge}");
     app.stop().await;
 }
+
+/// Two people asking at once, each several questions: every write reaches the
+/// backend as the person whose answer made it. The gateway keeps exchanged tokens per
+/// subject token, so a mix-up would show as a row audited for the other person.
+#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+async fn people_asking_at_once_reach_the_backend_as_themselves() {
+    const PER_PERSON: usize = 3;
+    let people = ["operator", "admin"];
+    let mut turns = Vec::new();
+    for i in 0..PER_PERSON * people.len() {
+        let guest = format!("Concurrent Guest {i}");
+        turns.push(Turn::tool_calls([ToolCallSpec::new(
+            &format!("call_{i}"),
+            "resos__createBooking",
+            json!({ "date": open_day(3 + i64::try_from(i).unwrap()), "time": "18:00", "people": 2,
+                    "guestName": guest, "guestEmail": crate::chat::email(&guest) })
+            .to_string(),
+        )]));
+    }
+    for _ in 0..PER_PERSON * people.len() {
+        turns.push(Turn::text("Done."));
+    }
+    let app = TestApp::spawn_chat(&Database::Sqlite, Llm::Scripted(Script::new(turns)), |s| {
+        // No approvals to click through: the operator vouches for the tool (the
+        // answers take the script's turns in whatever order they come).
+        let mut server = crate::helpers::own_mcp_server(s, "resos");
+        server.read_only_tools = vec!["createBooking".into()];
+        s.gateway.file.mcp_servers = vec![server];
+    })
+    .await;
+    let mut tokens = Vec::new();
+    for person in people {
+        tokens.push((person, chat_token_of(&app, person).await));
+    }
+    let shared = &app;
+    let mut asks = Vec::new();
+    for (person, token) in &tokens {
+        for _ in 0..PER_PERSON {
+            asks.push(async move {
+                let events = shared.ask(token, "Book one more", None).await.rest().await;
+                (*person, events)
+            });
+        }
+    }
+    let answers = futures::future::join_all(asks).await;
+
+    let admin = backend_token_of(&app, "admin").await;
+    let rows: Value = audit(&app, &admin, "").await.json().await.unwrap();
+    let person_of_call = |id: &Value| {
+        rows.as_array()
+            .unwrap()
+            .iter()
+            .find(|r| r["toolCallId"] == *id)
+            .map(|r| r["person"].as_str().unwrap().to_owned())
+    };
+    let mut writes = 0;
+    for (person, events) in &answers {
+        for call in of(events, "tool_call") {
+            assert_eq!(
+                person_of_call(&call["id"]).as_deref(),
+                Some(*person),
+                "the call {} of {person}'s answer",
+                call["id"]
+            );
+            writes += 1;
+        }
+    }
+    assert_eq!(writes, PER_PERSON * people.len());
+    app.stop().await;
+}
