@@ -214,6 +214,11 @@ pub struct IdentityArgs {
     /// Lifetime of access tokens (`15m`, or seconds).
     #[arg(long, env = "MAITRED_ACCESS_TOKEN_TTL", default_value_t = Span(defaults::ACCESS_TOKEN_TTL))]
     pub access_token_ttl: Span,
+
+    /// Longest life of a token issued by token exchange (acting for a person), at
+    /// most 5 minutes; never past the person's own token.
+    #[arg(long, env = "MAITRED_DELEGATED_TOKEN_TTL", default_value_t = Span(defaults::DELEGATED_TOKEN_TTL))]
+    pub delegated_token_ttl: Span,
 }
 
 #[derive(Debug, Clone, Args)]

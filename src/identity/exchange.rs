@@ -19,10 +19,6 @@ pub(super) const GRANT_TYPE: &str = "urn:ietf:params:oauth:grant-type:token-exch
 pub(super) const ACCESS_TOKEN_TYPE: &str = "urn:ietf:params:oauth:token-type:access_token";
 const JWT_TOKEN_TYPE: &str = "urn:ietf:params:oauth:token-type:jwt";
 
-/// A delegated token lives at most this long (and never past its subject token), so
-/// a person who is signed out or removed stops reaching the tools within it.
-pub(super) const MAX_LIFETIME_SECS: i64 = 300;
-
 /// The person, then the gateway, then the MCP server: two clients acting, no more.
 const MAX_ACTORS: usize = 2;
 
@@ -148,8 +144,11 @@ pub(super) async fn token_exchange(
     }
     let scopes = policy::scopes_within(params.one("scope")?, &allowed, &client.id)?;
 
+    // Short-lived, and never past the subject token: a person whose login is revoked
+    // stops reaching the tools within this.
     let now = chrono::Utc::now().timestamp();
-    let expires_at = claims.exp.min(now + MAX_LIFETIME_SECS);
+    let lifetime = i64::try_from(identity.tokens.delegated_ttl.as_secs()).unwrap_or(300);
+    let expires_at = claims.exp.min(now + lifetime);
     let act = Actor {
         sub: client.id.clone(),
         act: claims.act.map(Box::new),

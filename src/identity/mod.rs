@@ -86,6 +86,7 @@ impl Identity {
                 issuer: settings.issuer().to_owned(),
                 keys,
                 access_ttl: settings.identity.access_token_ttl,
+                delegated_ttl: settings.identity.delegated_token_ttl,
             },
             rate_limit: AuthRateLimit::per_minute(settings.identity.rate_limit_per_minute),
             secure_cookies: settings.issuer().starts_with("https://"),

@@ -106,6 +106,8 @@ pub(super) struct TokenIssuer {
     pub issuer: String,
     pub keys: KeyRing,
     pub access_ttl: Duration,
+    /// A token exchange's token lives at most this long.
+    pub delegated_ttl: Duration,
 }
 
 impl TokenIssuer {

@@ -23,6 +23,9 @@ pub const BODY_READ_TIMEOUT: Duration = Duration::from_secs(30);
 pub const REQUEST_TIMEOUT: Duration = Duration::from_secs(60);
 pub const AUTH_RATE_LIMIT_PER_MINUTE: u32 = 120;
 pub const ACCESS_TOKEN_TTL: Duration = Duration::from_secs(900);
+/// A delegated (token exchange) token's longest life: how long a person whose login
+/// was revoked may still reach the tools through one already issued.
+pub const DELEGATED_TOKEN_TTL: Duration = Duration::from_secs(300);
 
 pub const MCP_BACKEND_TIMEOUT: Duration = Duration::from_secs(5);
 pub const MCP_CLIENT_ID: &str = "maitred-mcp";

@@ -87,6 +87,8 @@ pub struct IdentitySettings {
     /// Requests per minute to the token endpoint and the login form, per client.
     pub rate_limit_per_minute: u32,
     pub access_token_ttl: Duration,
+    /// Longest life of a token exchange's token (at most 5 minutes).
+    pub delegated_token_ttl: Duration,
     /// Users and clients from the config file (`MAITRED_CONFIG`).
     pub file: IdentityFile,
 }
@@ -98,6 +100,7 @@ impl Default for IdentitySettings {
             internal_url: None,
             rate_limit_per_minute: defaults::AUTH_RATE_LIMIT_PER_MINUTE,
             access_token_ttl: defaults::ACCESS_TOKEN_TTL,
+            delegated_token_ttl: defaults::DELEGATED_TOKEN_TTL,
             file: IdentityFile::default(),
         }
     }

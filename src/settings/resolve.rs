@@ -106,6 +106,12 @@ fn identity_from(identity: &mut IdentitySettings, args: &IdentityArgs) -> anyhow
     }
     identity.rate_limit_per_minute = args.auth_rate_limit;
     identity.access_token_ttl = args.access_token_ttl.into();
+    identity.delegated_token_ttl = within(
+        args.delegated_token_ttl.into(),
+        "MAITRED_DELEGATED_TOKEN_TTL",
+        Duration::from_secs(1),
+        super::defaults::DELEGATED_TOKEN_TTL,
+    )?;
     if let Some(path) = &args.config {
         identity.file = IdentityFile::load(path)?;
     }

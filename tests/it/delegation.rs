@@ -487,3 +487,59 @@ async fn people_asking_at_once_reach_the_backend_as_themselves() {
     assert_eq!(writes, PER_PERSON * people.len());
     app.stop().await;
 }
+
+/// A person whose login is revoked stops reaching the tools once the delegated tokens
+/// already issued lapse (`MAITRED_DELEGATED_TOKEN_TTL`, 2 s here), though their own
+/// access token has minutes left.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_revoked_login_stops_reaching_the_tools_within_the_delegated_lifetime() {
+    let tables = || {
+        Turn::tool_calls([ToolCallSpec::new(
+            "call_t",
+            "resos__getTables",
+            "{}".to_owned(),
+        )])
+    };
+    let script = Script::new([
+        tables(),
+        Turn::text("Here are the tables."),
+        tables(),
+        Turn::text("I could not look."),
+    ]);
+    let app = TestApp::spawn_chat(&Database::Sqlite, Llm::Scripted(script), |s| {
+        s.identity.delegated_token_ttl = std::time::Duration::from_secs(2);
+    })
+    .await;
+    let person = person_tokens(&app, "operator", "openid profile chat.read chat.write").await;
+    let token = person["access_token"].as_str().unwrap();
+    let first = app.ask(token, "Which tables?", None).await.rest().await;
+    assert_eq!(of(&first, "tool_result")[0]["status"], "ok", "{first:?}");
+
+    // The login is revoked at the issuer: its refresh token replayed.
+    let refresh = person["refresh_token"].as_str().unwrap();
+    for expected in [200, 400] {
+        let status = app
+            .http
+            .post(format!("{}/oauth2/token", app.url))
+            .form(&[
+                ("grant_type", "refresh_token"),
+                ("client_id", "maitred-web"),
+                ("refresh_token", refresh),
+            ])
+            .send()
+            .await
+            .unwrap()
+            .status();
+        assert_eq!(status.as_u16(), expected);
+    }
+    tokio::time::sleep(std::time::Duration::from_millis(2500)).await;
+
+    let second = app.ask(token, "Which tables now?", None).await.rest().await;
+    let result = of(&second, "tool_result")[0];
+    assert_ne!(result["status"], "ok", "{second:?}");
+    assert!(
+        result["summary"].as_str().unwrap().contains("revoked"),
+        "{result}"
+    );
+    app.stop().await;
+}

@@ -22,7 +22,7 @@ use sse_stream::{Error as SseError, Sse};
 use secrecy::{ExposeSecret, SecretString};
 
 use super::hub::TOOL_CALL_META;
-use crate::delegation::Exchanger;
+use crate::delegation::{ExchangeError, Exchanger};
 use crate::oauth_client::TokenSource;
 
 pub(super) enum Credentials {
@@ -125,6 +125,18 @@ impl AuthedHttp {
     /// Whether calls must carry their person's token (delegation).
     pub(super) fn delegates(&self) -> bool {
         matches!(*self.credentials, Credentials::Delegated { .. })
+    }
+
+    /// Exchanges `person`'s token for the server now (or finds it kept), so a refusal
+    /// (the person's login revoked, their token expired) is told as such before the
+    /// call is sent, not as a failure of the transport.
+    pub(super) async fn exchange_for(&self, person: &SecretString) -> Result<(), ExchangeError> {
+        match &*self.credentials {
+            Credentials::Delegated { exchanger, .. } => {
+                exchanger.token_for(person.expose_secret()).await.map(drop)
+            }
+            _ => Ok(()),
+        }
     }
 
     /// Until the returned guard drops, requests of tool call `call` carry `person`'s

@@ -34,7 +34,7 @@ use super::http::{AuthedHttp, Credentials};
 use super::interaction::CallLink;
 use super::routes::Routes;
 use super::schema;
-use crate::delegation::{ExchangeClient, Exchanger};
+use crate::delegation::{ExchangeClient, ExchangeError, Exchanger};
 use crate::gateway::llm::ToolDef;
 use crate::issuer::Issuer;
 use crate::oauth_client::{ClientCredentials, TokenFetchLabels, TokenSource};
@@ -590,6 +590,18 @@ impl ToolHub {
         let _acting = match (server.http.delegates(), context.person) {
             (false, _) => None,
             (true, Some(person)) => {
+                match server.http.exchange_for(person).await {
+                    Ok(()) => {}
+                    Err(refused @ ExchangeError::Refused { .. }) => {
+                        return CallOutcome::ToolError(format!(
+                            "{} cannot be called for you: {refused}; sign in again",
+                            tool.server
+                        ));
+                    }
+                    Err(error) => {
+                        return CallOutcome::Unavailable(format!("{}: {error}", tool.server));
+                    }
+                }
                 Some(server.http.acting_for(context.tool_call_id, person.clone()))
             }
             (true, None) => {
