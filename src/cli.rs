@@ -291,6 +291,26 @@ pub struct GatewayArgs {
     #[arg(long, env = "MAITRED_LLM_TOOL_CALLS", value_enum, default_value_t = ToolCallMode::Auto)]
     pub llm_tool_calls: ToolCallMode,
 
+    /// A small local model: compact tool definitions within a prompt budget.
+    #[arg(long, env = "MAITRED_LLM_SMALL", default_value_t = false, action = clap::ArgAction::Set)]
+    pub llm_small: bool,
+
+    /// Tokens the model takes in all (prompt and answer), if known.
+    #[arg(long, env = "MAITRED_LLM_CONTEXT_WINDOW")]
+    pub llm_context_window: Option<u32>,
+
+    /// Most tokens the tool definitions may take (default: none; 2,000 for a small model).
+    #[arg(long, env = "MAITRED_LLM_TOOL_BUDGET")]
+    pub llm_tool_budget: Option<u32>,
+
+    /// Ask for a tool call on each question's first turn (tool_choice "required").
+    #[arg(long, env = "MAITRED_LLM_REQUIRE_TOOL_CALL", default_value_t = false, action = clap::ArgAction::Set)]
+    pub llm_require_tool_call: bool,
+
+    /// How long to wait for this model's first token (default: the resilience setting).
+    #[arg(long, env = "MAITRED_LLM_FIRST_TOKEN_TIMEOUT")]
+    pub llm_first_token_timeout: Option<Span>,
+
     /// A file whose text replaces the built-in system prompt ({today} becomes the date).
     #[arg(long, env = "MAITRED_SYSTEM_PROMPT_FILE")]
     pub system_prompt_file: Option<PathBuf>,

@@ -82,6 +82,10 @@ pub struct FallbackConfig {
     /// `auto` (the default), `native` or `text`: how its tool calls are read.
     #[serde(default)]
     pub tool_calls: crate::gateway::llm::text_calls::ToolCallMode,
+    /// A local model's needs (`[fallbacks.profile]`): `small`, `context_window`,
+    /// `tool_budget`, `require_tool_call`, `first_token_timeout`.
+    #[serde(default)]
+    pub profile: super::ModelProfile,
 }
 
 /// Durations are seconds (`_secs` keys) or milliseconds (`_ms`), or, under the name
@@ -259,6 +263,7 @@ impl GatewayFile {
                     temperature: None,
                     max_tokens: None,
                     tool_calls: f.tool_calls,
+                    profile: f.profile.clone(),
                 })
             })
             .collect()
@@ -268,6 +273,35 @@ impl GatewayFile {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_fallback_says_what_a_local_model_needs() {
+        let file: GatewayFile = toml::from_str(
+            r#"
+            [[fallbacks]]
+            base_url = "http://127.0.0.1:11434/v1"
+            model = "qwen2.5:0.5b"
+            [fallbacks.profile]
+            small = true
+            context_window = 8192
+            require_tool_call = true
+            first_token_timeout = "3m"
+            "#,
+        )
+        .unwrap();
+        let profile = &file.fallback_models().unwrap()[0].profile;
+        assert!(profile.small && profile.require_tool_call);
+        assert_eq!(profile.context_window, Some(8192));
+        assert_eq!(profile.tool_budget, None);
+        assert_eq!(
+            profile.first_token_timeout,
+            Some(std::time::Duration::from_secs(180))
+        );
+        let typo = toml::from_str::<GatewayFile>(
+            "[[fallbacks]]\nbase_url = \"http://x\"\nmodel = \"m\"\n[fallbacks.profile]\nsmal = true\n",
+        );
+        assert!(typo.unwrap_err().to_string().contains("smal"));
+    }
 
     /// The README's example is what an operator copies: it must load as documented.
     #[test]

@@ -11,6 +11,34 @@ pub struct LlmSettings {
     pub max_tokens: Option<u32>,
     /// How the model's tool calls are read: native deltas, text, or either.
     pub tool_calls: ToolCallMode,
+    /// What this model needs beyond its address: a local model's limits.
+    pub profile: ModelProfile,
+}
+
+/// What a model needs from the gateway beyond its address, per model: the
+/// `MAITRED_LLM_*` variables for the primary, a fallback's own keys for each fallback.
+/// The defaults suit a hosted model; a small local one (Ollama, llama.cpp, vLLM on a
+/// laptop) wants `small`, and often `require_tool_call` and a longer first-token wait.
+#[derive(Debug, Clone, Default, PartialEq, serde::Deserialize)]
+#[serde(default, deny_unknown_fields)]
+pub struct ModelProfile {
+    /// A small model: tool definitions go to it compact (short descriptions, schemas
+    /// without prose), within `tool_budget`.
+    pub small: bool,
+    /// Tokens the model takes in all (prompt and answer), if known: the history and
+    /// the tool definitions are fitted within it.
+    pub context_window: Option<u32>,
+    /// Most tokens the tool definitions may take in the prompt (default: none for a
+    /// model not marked small, 2,000 for a small one).
+    pub tool_budget: Option<u32>,
+    /// The first turn of each question must call a tool (`tool_choice: "required"`),
+    /// for models that otherwise answer from what they imagine.
+    pub require_tool_call: bool,
+    /// How long to wait for this model's first token, instead of the resilience
+    /// setting's (slow hardware: a small model on two cores reads a prompt at
+    /// 50-100 tokens a second).
+    #[serde(default, deserialize_with = "super::span::optional_seconds")]
+    pub first_token_timeout: Option<std::time::Duration>,
 }
 
 /// How a model's tool calls are read (`tool_calls` per model in the gateway config).

@@ -33,7 +33,7 @@ use secrecy::{ExposeSecret, SecretString};
 
 pub use gateway_file::GatewayFile;
 pub use identity_file::IdentityFile;
-pub use llm::{LlmSettings, ToolCallMode};
+pub use llm::{LlmSettings, ModelProfile, ToolCallMode};
 pub use resolve::RoleArgs;
 pub use timeouts::HttpTimeouts;
 pub use urls::{Endpoint, normalize_url, origin, sqlite_url};
@@ -453,6 +453,7 @@ mod tests {
             temperature: None,
             max_tokens: None,
             tool_calls: Default::default(),
+            profile: Default::default(),
         };
         for refused in [
             "http://api.example.com/v1",
@@ -510,6 +511,7 @@ mod tests {
             temperature: None,
             max_tokens: None,
             tool_calls: ToolCallMode::Auto,
+            profile: Default::default(),
         });
         settings.gateway.redis = Some(RedisSettings {
             url: "redis://:hunter2-redis@cache:6379".into(),

@@ -8,7 +8,8 @@ use anyhow::{Context, bail};
 
 use super::{
     BackendSettings, Endpoint, GatewayFile, GatewaySettings, HttpTimeouts, IdentityFile,
-    IdentitySettings, LlmSettings, McpSettings, RedisSettings, Settings, normalize_url, sqlite_url,
+    IdentitySettings, LlmSettings, McpSettings, ModelProfile, RedisSettings, Settings,
+    normalize_url, sqlite_url,
 };
 use crate::cli::{
     AllArgs, BackendArgs, CommonArgs, GatewayArgs, IdentityArgs, IssuerArgs, McpArgs, TimeoutArgs,
@@ -154,6 +155,13 @@ fn gateway_from(defaults: GatewaySettings, args: &GatewayArgs) -> anyhow::Result
             temperature: args.llm_temperature,
             max_tokens: args.llm_max_tokens,
             tool_calls: args.llm_tool_calls,
+            profile: ModelProfile {
+                small: args.llm_small,
+                context_window: args.llm_context_window,
+                tool_budget: args.llm_tool_budget,
+                require_tool_call: args.llm_require_tool_call,
+                first_token_timeout: args.llm_first_token_timeout.map(Into::into),
+            },
         }),
         _ => None,
     };

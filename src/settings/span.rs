@@ -68,6 +68,13 @@ pub fn deserialize<'de, D: Deserializer<'de>>(deserializer: D) -> Result<Duratio
     }
 }
 
+/// Serde: an optional [`deserialize`]d duration (with `#[serde(default)]`).
+pub fn optional_seconds<'de, D: Deserializer<'de>>(
+    deserializer: D,
+) -> Result<Option<Duration>, D::Error> {
+    deserialize(deserializer).map(Some)
+}
+
 /// Serde: a number of milliseconds or a humantime string.
 pub fn millis<'de, D: Deserializer<'de>>(deserializer: D) -> Result<Duration, D::Error> {
     #[derive(Deserialize)]

@@ -429,7 +429,7 @@ async fn people_asking_at_once_reach_the_backend_as_themselves() {
     for i in 0..PER_PERSON * people.len() {
         let guest = format!("Concurrent Guest {i}");
         turns.push(Turn::tool_calls([ToolCallSpec::new(
-            &format!("call_{i}"),
+            format!("call_{i}"),
             "resos__createBooking",
             json!({ "date": open_day(3 + i64::try_from(i).unwrap()), "time": "18:00", "people": 2,
                     "guestName": guest, "guestEmail": crate::chat::email(&guest) })

@@ -195,6 +195,7 @@ impl TestApp {
                 temperature: None,
                 max_tokens: None,
                 tool_calls: Default::default(),
+                profile: Default::default(),
             });
         }
         // After the model is set, so a tweak can add fallbacks on the same upstream.

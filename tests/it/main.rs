@@ -28,6 +28,7 @@ mod elicitation;
 mod errors;
 mod golden;
 mod identity;
+mod local_models;
 mod injection;
 mod mcp;
 mod mcp_elicitation;

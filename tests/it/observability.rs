@@ -507,6 +507,7 @@ async fn the_gateway_counts_answers_models_and_tools() {
             api_key: None,
             api_key_env: None,
             tool_calls: Default::default(),
+            profile: Default::default(),
         }];
     })
     .await;

@@ -147,6 +147,7 @@ async fn production_refuses_to_send_the_model_key_over_plain_http() {
         temperature: None,
         max_tokens: None,
         tool_calls: Default::default(),
+        profile: Default::default(),
     };
     for url in ["http://llm.example.test/v1", "http://192.0.2.7:11434/v1"] {
         let mut bound = App::bind(settings.clone(), Role::ALL).await.unwrap();

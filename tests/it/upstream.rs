@@ -55,6 +55,7 @@ async fn a_rate_limit_with_retry_after_goes_to_the_fallback_model() {
             api_key: Some("fallback-key".into()),
             api_key_env: None,
             tool_calls: Default::default(),
+            profile: Default::default(),
         }];
     })
     .await;

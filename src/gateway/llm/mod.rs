@@ -3,6 +3,7 @@
 //! answers with a stream of events: text fragments, tool-call fragments (assembled
 //! by `index` by the caller), usage, and why it finished.
 
+pub mod budget;
 pub mod offline;
 pub mod openai;
 pub mod router;
@@ -142,4 +143,10 @@ pub trait ChatModel: Send + Sync {
 
     /// Starts one completion. Dropping the stream must abort the request upstream.
     fn stream(&self, request: ChatRequest) -> BoxFuture<'_, Result<EventStream, ModelError>>;
+
+    /// How long this model may take to its first token, if not the gateway's
+    /// default (a small model on slow hardware reads its prompt for a while).
+    fn first_token_timeout(&self) -> Option<std::time::Duration> {
+        None
+    }
 }

@@ -15,6 +15,7 @@ use secrecy::ExposeSecret;
 use serde::Deserialize;
 use serde_json::{Value, json};
 
+use super::budget;
 use super::text_calls::{self, ToolCallMode};
 use super::{
     ChatModel, ChatRequest, EventStream, FinishReason, Message, ModelError, ModelEvent, Usage,
@@ -26,6 +27,8 @@ pub struct OpenAiModel {
     settings: LlmSettings,
     /// This process's secret for the nonces that fence tool output in `text` mode.
     fence_key: Vec<u8>,
+    /// The tool definitions' fit is logged once per model.
+    fitted: std::sync::Once,
 }
 
 /// An error answer, with the wait the provider asked for (async-openai would drop
@@ -119,11 +122,32 @@ impl OpenAiModel {
             client: Client::with_config(config).with_http_service(transport),
             settings,
             fence_key: crate::random::bytes(32),
+            fitted: std::sync::Once::new(),
         }
     }
 
     fn body(&self, request: &ChatRequest) -> Value {
         let text_mode = self.settings.tool_calls == ToolCallMode::Text;
+        let profile = &self.settings.profile;
+        let (tools, compaction, tool_tokens) = budget::fit(&request.tools, profile);
+        self.fitted.call_once(|| {
+            tracing::info!(
+                model = %self.settings.model,
+                tools = tools.len(),
+                compaction = ?compaction,
+                tool_tokens,
+                budget = ?profile.tool_budget,
+                small = profile.small,
+                "tool definitions for this model"
+            );
+        });
+        // A question's first turn: no tool result yet since the person spoke.
+        let first_turn = !request
+            .messages
+            .iter()
+            .rev()
+            .take_while(|m| !matches!(m, Message::User { .. }))
+            .any(|m| matches!(m, Message::Tool { .. }));
         // The answer's question: with the key, it makes the fences of one answer
         // differ from another's.
         let question = request
@@ -149,8 +173,8 @@ impl OpenAiModel {
                 wire_message(m, nonce.as_deref())
             })
             .collect();
-        if text_mode && !request.tools.is_empty() {
-            let tools = text_calls::describe(&request.tools);
+        if text_mode && !tools.is_empty() {
+            let tools = text_calls::describe(&tools);
             match messages.first_mut() {
                 Some(system) if system["role"] == "system" => {
                     let content = system["content"].as_str().unwrap_or_default();
@@ -165,9 +189,8 @@ impl OpenAiModel {
             "stream": true,
             "stream_options": { "include_usage": true },
         });
-        if !request.tools.is_empty() && !text_mode {
-            body["tools"] = request
-                .tools
+        if !tools.is_empty() && !text_mode {
+            body["tools"] = tools
                 .iter()
                 .map(|t| {
                     json!({ "type": "function", "function": {
@@ -175,13 +198,40 @@ impl OpenAiModel {
                     } })
                 })
                 .collect();
-            body["tool_choice"] = "auto".into();
+            // A model that would otherwise answer from what it imagines is made to
+            // look first.
+            body["tool_choice"] = if profile.require_tool_call && first_turn {
+                "required"
+            } else {
+                "auto"
+            }
+            .into();
         }
         if let Some(temperature) = request.temperature.or(self.settings.temperature) {
             body["temperature"] = temperature.into();
         }
         if let Some(max_tokens) = request.max_tokens.or(self.settings.max_tokens) {
             body["max_tokens"] = max_tokens.into();
+        }
+        if tracing::enabled!(tracing::Level::DEBUG) {
+            let part = |role: &str| -> usize {
+                body["messages"]
+                    .as_array()
+                    .into_iter()
+                    .flatten()
+                    .filter(|m| m["role"] == role)
+                    .map(|m| budget::estimate_tokens(&m["content"].to_string()))
+                    .sum()
+            };
+            tracing::debug!(
+                model = %self.settings.model,
+                system = part("system"),
+                user = part("user"),
+                assistant = part("assistant"),
+                tool = part("tool"),
+                tools = if text_mode { 0 } else { tool_tokens },
+                "prompt size in estimated tokens, by part"
+            );
         }
         body
     }
@@ -424,6 +474,10 @@ impl ChatModel for OpenAiModel {
         &self.settings.model
     }
 
+    fn first_token_timeout(&self) -> Option<std::time::Duration> {
+        self.settings.profile.first_token_timeout
+    }
+
     fn stream(&self, request: ChatRequest) -> BoxFuture<'_, Result<EventStream, ModelError>> {
         Box::pin(async move {
             let body = self.body(&request);
@@ -536,6 +590,7 @@ mod tests {
                 temperature: None,
                 max_tokens: None,
                 tool_calls: ToolCallMode::Text,
+                profile: Default::default(),
             },
         );
         let call = super::super::ToolCall {

@@ -166,7 +166,10 @@ impl ModelRouter {
         request: ChatRequest,
     ) -> Result<Opened, ModelError> {
         let permit = self.slot(candidate).await?;
-        let first_token = self.policy.first_token_timeout;
+        let first_token = candidate
+            .model
+            .first_token_timeout()
+            .unwrap_or(self.policy.first_token_timeout);
         let started = tokio::time::timeout(first_token, async {
             let mut stream = candidate.model.stream(request).await?;
             let first = stream.next().await;
@@ -176,7 +179,7 @@ impl ModelRouter {
         .map_err(|_| {
             ModelError::Timeout(format!(
                 "no first token within {} s",
-                self.policy.first_token_timeout.as_secs_f64()
+                first_token.as_secs_f64()
             ))
         })??;
         let first = match started.1 {
