@@ -37,6 +37,8 @@ struct DemoClient {
     audience: &'static str,
     /// What it acts for people on: the audience of the tokens it may exchange.
     subject_audience: Option<&'static str>,
+    /// A public client's redirect URI, if not the gateway's login callback.
+    redirect_uri: Option<&'static str>,
 }
 
 const DEMO_CLIENTS: &[DemoClient] = &[
@@ -47,6 +49,7 @@ const DEMO_CLIENTS: &[DemoClient] = &[
         scopes: &["backend.read", "backend.write"],
         audience: "backend",
         subject_audience: Some("mcp"),
+        redirect_uri: None,
     },
     DemoClient {
         id: "maitred-gateway",
@@ -55,6 +58,7 @@ const DEMO_CLIENTS: &[DemoClient] = &[
         scopes: &["mcp.read", "mcp.write"],
         audience: "mcp",
         subject_audience: Some("gateway"),
+        redirect_uri: None,
     },
     DemoClient {
         id: "maitred-web",
@@ -70,6 +74,7 @@ const DEMO_CLIENTS: &[DemoClient] = &[
         ],
         audience: "gateway",
         subject_audience: None,
+        redirect_uri: None,
     },
     DemoClient {
         id: "maitred-cli",
@@ -78,8 +83,31 @@ const DEMO_CLIENTS: &[DemoClient] = &[
         scopes: &["chat.read", "chat.write"],
         audience: "gateway",
         subject_audience: None,
+        redirect_uri: None,
+    },
+    // An MCP client on the person's own machine (a desktop app, an SDK's OAuth
+    // helper) signing a person in to the MCP server directly: the person's own token,
+    // not one exchanged by the gateway.
+    DemoClient {
+        id: "maitred-desktop",
+        public: true,
+        grants: &[Grant::AuthorizationCode, Grant::RefreshToken],
+        scopes: &[
+            "openid",
+            "profile",
+            "offline_access",
+            "mcp.read",
+            "mcp.write",
+        ],
+        audience: "mcp",
+        subject_audience: None,
+        redirect_uri: Some(DESKTOP_REDIRECT_URI),
     },
 ];
+
+/// The demo desktop client's redirect: a loopback address (RFC 8252), where such a
+/// client listens for the end of the sign-in.
+pub const DESKTOP_REDIRECT_URI: &str = "http://127.0.0.1:33418/callback";
 
 const DEMO_USERS: &[(&str, Role, &str)] = &[
     ("admin", Role::Admin, "Ada Admin"),
@@ -172,10 +200,10 @@ impl DevCredentials {
                 grants: c.grants.to_vec(),
                 scopes: c.scopes.iter().map(|s| (*s).to_owned()).collect(),
                 audiences: vec![c.audience.to_owned()],
-                redirect_uris: if c.public {
-                    vec![format!("{gateway}/login/callback")]
-                } else {
-                    Vec::new()
+                redirect_uris: match (c.public, c.redirect_uri) {
+                    (true, Some(uri)) => vec![uri.to_owned()],
+                    (true, None) => vec![format!("{gateway}/login/callback")],
+                    (false, _) => Vec::new(),
                 },
                 subject_audiences: c.subject_audience.map(str::to_owned).into_iter().collect(),
             })
@@ -214,6 +242,9 @@ impl DevCredentials {
             out.push_str(&format!("  client {id:<16} secret   {secret}\n"));
         }
         out.push_str("  client maitred-web      public (authorization code + PKCE)\n");
+        out.push_str(&format!(
+            "  client maitred-desktop  public (authorization code + PKCE, for MCP clients; redirect {DESKTOP_REDIRECT_URI})\n"
+        ));
         out.push_str("  get a token: maitred token --client maitred-cli");
         out
     }

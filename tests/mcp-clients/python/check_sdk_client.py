@@ -84,10 +84,10 @@ async def exercise(url: str, token: str, revision: str, guest: str) -> None:
             check(revision, "a taken table is an error naming free times", bool(taken.is_error) and "nearest free times" in text, text)
 
 
-async def main(url: str, token: str) -> int:
+async def main(url: str, token: str, guest: str) -> int:
     for revision in REVISIONS:
         try:
-            await exercise(url, token, revision, f"SDK Guest {revision}")
+            await exercise(url, token, revision, f"{guest} {revision}")
         except Exception as error:  # noqa: BLE001 - any failure is a failed check
             check(revision, "the session ran to the end", False, repr(error))
     print(f"\n{'all checks passed' if not failures else f'{len(failures)} checks failed'}")
@@ -98,5 +98,6 @@ if __name__ == "__main__":
     parser = argparse.ArgumentParser(description=__doc__)
     parser.add_argument("--url", required=True)
     parser.add_argument("--token", required=True)
+    parser.add_argument("--guest", default="SDK Guest", help="the name the bookings are made for")
     args = parser.parse_args()
-    sys.exit(anyio.run(main, args.url, args.token))
+    sys.exit(anyio.run(main, args.url, args.token, args.guest))
