@@ -32,7 +32,10 @@
 //!   one is set, JSON body, `model`, non-empty `messages`, roles, tool messages
 //!   answering exactly the `tool_calls` of the assistant message before them,
 //!   tool definitions, `stream_options` only with `stream: true`); a rejected
-//!   request gets OpenAI's 400/401 error and does not consume a turn. Otherwise
+//!   request gets OpenAI's 400/401 error and does not consume a turn. A script
+//!   made `like(Server::LlamaCppPython)` first refuses what that server refuses,
+//!   with its HTTP 500 and `{"error":{"message",…,"type":"internal_server_error"}}`
+//!   body (see [`Server`]), also without consuming a turn. Otherwise
 //!   it consumes the next turn; with none left the answer is a 500 whose code
 //!   is `script_exhausted`.
 //! - `GET /v1/models`: a single model, `scripted`.
@@ -67,7 +70,8 @@
 //!
 //! [`serve_from_file`] (the `maitred scripted-llm` command) reads a script from
 //! a JSON object with `"turns"` (played once each) or `"repeat"` (one turn for
-//! every request), and optionally `"api_key"`. A turn is a flat object whose
+//! every request), and optionally `"api_key"` and `"like"` (`"openai"`, the
+//! default, or `"llama-cpp-python"`). A turn is a flat object whose
 //! fields say what it is:
 //!
 //! ```json
@@ -97,6 +101,8 @@
 //! - `tool_calls`: a tool-call turn; `arguments` is the exact argument text, or
 //!   a JSON value sent in compact form. Options: `argument_pieces` (default 3),
 //!   `repeat_ids`, and `text`/`fragments` streamed before the calls.
+//! - `raw`: a list of SSE data payloads sent exactly as given (`[DONE]` too, when
+//!   it is one of them): another server's stream byte for byte.
 //! - `status`: an error turn with OpenAI's error body; `retry_after` (seconds)
 //!   and `message` optional.
 //! - On any turn: `paced_ms`, `first_token_delay_ms`, `usage`, `cut_after`,
@@ -125,7 +131,7 @@ use tokio::net::TcpListener;
 use tokio::task::JoinHandle;
 use tokio_util::sync::CancellationToken;
 
-pub use script::{DEFAULT_ARGUMENT_PIECES, Script, ToolCallSpec, Turn, TurnOptions};
+pub use script::{DEFAULT_ARGUMENT_PIECES, Script, Server, ToolCallSpec, Turn, TurnOptions};
 
 use server::Shared;
 

@@ -12,6 +12,23 @@ pub struct Script {
     pub(crate) turns: Vec<Turn>,
     pub(crate) repeat: bool,
     pub(crate) api_key: Option<String>,
+    pub(crate) like: Server,
+}
+
+/// Whose request checks the server makes on top of OpenAI's.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum Server {
+    /// OpenAI's checks only.
+    #[default]
+    #[serde(rename = "openai")]
+    OpenAi,
+    /// Also what llama-cpp-python 0.3 (`--chat_format chatml-function-calling`)
+    /// refuses, with its HTTP 500 and error body: an assistant message without
+    /// `content` (its template reads `message.content` under `StrictUndefined`), or
+    /// with `content: null` (its request type wants a string), and
+    /// `tool_choice: "required"` (an `assert` that only `"auto"` is left).
+    LlamaCppPython,
 }
 
 impl Script {
@@ -21,6 +38,7 @@ impl Script {
             turns: turns.into_iter().collect(),
             repeat: false,
             api_key: None,
+            like: Server::OpenAi,
         }
     }
 
@@ -30,12 +48,19 @@ impl Script {
             turns: vec![turn],
             repeat: true,
             api_key: None,
+            like: Server::OpenAi,
         }
     }
 
     /// Requires `Authorization: Bearer <key>` on every request (401 otherwise).
     pub fn with_api_key(mut self, key: impl Into<String>) -> Self {
         self.api_key = Some(key.into());
+        self
+    }
+
+    /// Refuses what `server` refuses, as it does (see [`Server`]).
+    pub fn like(mut self, server: Server) -> Self {
+        self.like = server;
         self
     }
 
@@ -126,6 +151,13 @@ pub enum Turn {
         repeat_ids: bool,
         options: TurnOptions,
     },
+    /// Exactly these SSE data payloads, each sent as `data: <line>\n\n`, `[DONE]`
+    /// only if it is one of them: a server's stream byte for byte. A non-streaming
+    /// request gets the first line as its whole body.
+    Raw {
+        lines: Vec<String>,
+        options: TurnOptions,
+    },
     /// An error response in OpenAI's format.
     Status {
         status: u16,
@@ -158,6 +190,14 @@ impl Turn {
             calls: calls.into_iter().collect(),
             argument_pieces: DEFAULT_ARGUMENT_PIECES,
             repeat_ids: false,
+            options: TurnOptions::default(),
+        }
+    }
+
+    /// Sends exactly these data lines (see [`Turn::Raw`]).
+    pub fn raw(lines: impl IntoIterator<Item = impl Into<String>>) -> Self {
+        Self::Raw {
+            lines: lines.into_iter().map(Into::into).collect(),
             options: TurnOptions::default(),
         }
     }
@@ -263,6 +303,7 @@ impl Turn {
         match self {
             Self::Text { options, .. }
             | Self::ToolCalls { options, .. }
+            | Self::Raw { options, .. }
             | Self::Status { options, .. } => options,
         }
     }
@@ -271,6 +312,7 @@ impl Turn {
         match self {
             Self::Text { options, .. }
             | Self::ToolCalls { options, .. }
+            | Self::Raw { options, .. }
             | Self::Status { options, .. } => options,
         }
     }
@@ -332,6 +374,12 @@ struct ScriptFile {
     turns: Option<Vec<Turn>>,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     repeat: Option<Turn>,
+    #[serde(default, skip_serializing_if = "is_openai")]
+    like: Server,
+}
+
+fn is_openai(server: &Server) -> bool {
+    *server == Server::OpenAi
 }
 
 impl TryFrom<ScriptFile> for Script {
@@ -345,6 +393,7 @@ impl TryFrom<ScriptFile> for Script {
         };
         Ok(Script {
             api_key: file.api_key,
+            like: file.like,
             ..script
         })
     }
@@ -362,6 +411,7 @@ impl From<Script> for ScriptFile {
             api_key: script.api_key,
             turns,
             repeat,
+            like: script.like,
         }
     }
 }
@@ -376,6 +426,8 @@ struct TurnSpec {
     fragments: Option<Vec<String>>,
     #[serde(skip_serializing_if = "Option::is_none")]
     tool_calls: Option<Vec<ToolCallSpec>>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    raw: Option<Vec<String>>,
     #[serde(skip_serializing_if = "Option::is_none")]
     argument_pieces: Option<usize>,
     #[serde(skip_serializing_if = "is_false")]
@@ -443,6 +495,12 @@ impl TryFrom<TurnSpec> for Turn {
         let stream_only = spec.argument_pieces.is_some() || spec.repeat_ids;
         if spec.status.is_none() && (spec.retry_after.is_some() || spec.message.is_some()) {
             return Err("\"retry_after\"/\"message\" need \"status\"".into());
+        }
+        if let Some(lines) = spec.raw {
+            if text.is_some() || stream_only || spec.status.is_some() || spec.tool_calls.is_some() {
+                return Err("a \"raw\" turn takes no text, tool calls or status".into());
+            }
+            return Ok(Turn::Raw { lines, options });
         }
         let turn = match (spec.status, spec.tool_calls) {
             (Some(_), Some(_)) => {
@@ -524,6 +582,7 @@ impl From<Turn> for TurnSpec {
                     (argument_pieces != DEFAULT_ARGUMENT_PIECES).then_some(argument_pieces);
                 spec.repeat_ids = repeat_ids;
             }
+            Turn::Raw { lines, .. } => spec.raw = Some(lines),
             Turn::Status {
                 status,
                 retry_after,

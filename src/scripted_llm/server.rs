@@ -17,8 +17,8 @@ use serde_json::Value;
 use tokio_util::sync::CancellationToken;
 
 use super::RecordedRequest;
-use super::script::{Script, Turn};
-use super::validate::validate;
+use super::script::{Script, Server, Turn};
+use super::validate::{llama_cpp_python, validate};
 use super::wire::{self, Ctx};
 
 /// Large enough for any conversation a test builds; axum's 2 MB default is
@@ -29,6 +29,7 @@ pub(crate) struct Shared {
     script: Mutex<ScriptState>,
     requests: Mutex<Vec<RecordedRequest>>,
     api_key: Option<String>,
+    like: Server,
     pub(crate) open_streams: AtomicUsize,
     pub(crate) closed_early: AtomicUsize,
     pub(crate) cancel: CancellationToken,
@@ -51,6 +52,7 @@ impl Shared {
             turns,
             repeat,
             api_key,
+            like,
         } = script;
         let state = if repeat {
             ScriptState {
@@ -67,6 +69,7 @@ impl Shared {
             script: Mutex::new(state),
             requests: Mutex::new(Vec::new()),
             api_key,
+            like,
             open_streams: AtomicUsize::new(0),
             closed_early: AtomicUsize::new(0),
             cancel,
@@ -217,6 +220,14 @@ async fn chat_completions(
             );
         }
     };
+    if shared.like == Server::LlamaCppPython
+        && let Some(message) = llama_cpp_python(&body)
+    {
+        tracing::debug!(request = number, error = %message, "scripted LLM failed like llama-cpp-python");
+        // Its error handler's body: `{"error": {...}}`, compact, in this key order.
+        let body = wire::error_body(&message, "internal_server_error", None, None);
+        return json_response(StatusCode::INTERNAL_SERVER_ERROR, body);
+    }
     if let Err(invalid) = validate(&body) {
         tracing::debug!(request = number, error = %invalid.message, "scripted LLM rejected a request");
         return error_response(

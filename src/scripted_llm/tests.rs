@@ -974,3 +974,90 @@ mod with_async_openai {
         assert_eq!(last, Some(false), "a cut stream ends in an error");
     }
 }
+
+#[tokio::test]
+async fn like_llama_cpp_python_it_answers_500_to_what_it_cannot_read() {
+    let llm = ScriptedLlm::start(Script::new([Turn::text("ok")]).like(Server::LlamaCppPython))
+        .await
+        .unwrap();
+    let call =
+        json!([{"id": "c1", "type": "function", "function": {"name": "f", "arguments": "{}"}}]);
+    let tool = json!({"role": "tool", "tool_call_id": "c1", "content": "x"});
+    let tools =
+        json!([{"type": "function", "function": {"name": "f", "parameters": {"type": "object"}}}]);
+    let refused = [
+        (
+            streaming(json!([user("hi"), {"role": "assistant", "tool_calls": call}, tool])),
+            "'dict object' has no attribute 'content'",
+        ),
+        (
+            streaming(
+                json!([user("hi"), {"role": "assistant", "content": null, "tool_calls": call}, tool]),
+            ),
+            "1 validation error: messages.1.content: Input should be a valid string",
+        ),
+        (
+            {
+                let mut body = streaming(json!([user("hi")]));
+                body["tools"] = tools.clone();
+                body["tool_choice"] = "required".into();
+                body
+            },
+            "",
+        ),
+    ];
+    for (body, message) in refused {
+        let response = post(&llm, &body).await;
+        assert_eq!(response.status(), 500);
+        // Its error handler's JSONResponse, byte for byte.
+        assert_eq!(
+            response.text().await.unwrap(),
+            format!(
+                r#"{{"error":{{"message":"{}","type":"internal_server_error","param":null,"code":null}}}}"#,
+                message
+            )
+        );
+    }
+    // `content: ""` and a named tool result are what it takes.
+    let mut body = streaming(json!([
+        user("hi"),
+        {"role": "assistant", "content": "", "tool_calls": call},
+        {"role": "tool", "tool_call_id": "c1", "content": "x", "name": "f"}
+    ]));
+    body["tools"] = tools;
+    body["tool_choice"] = "auto".into();
+    let response = post(&llm, &body).await;
+    assert_eq!(response.status(), 200);
+    assert_eq!(chunks(&response.text().await.unwrap()).len(), 3);
+    assert_eq!(llm.requests().len(), 4);
+    llm.stop().await;
+}
+
+#[tokio::test]
+async fn raw_turns_send_their_lines_exactly() {
+    let lines = [
+        r#"{"id": "chatcmpl-1", "choices": [{"index": 0, "delta": {"role": "assistant", "content": null}}]}"#,
+        "[DONE]",
+    ];
+    let llm = ScriptedLlm::start(Script::new([Turn::raw(lines)]))
+        .await
+        .unwrap();
+    let response = post(&llm, &streaming(json!([user("hi")]))).await;
+    assert_eq!(
+        response.text().await.unwrap(),
+        format!("data: {}\n\ndata: [DONE]\n\n", lines[0])
+    );
+    llm.stop().await;
+    let script = Script::from_json(
+        r#"{"like": "llama-cpp-python", "turns": [{"raw": ["{}", "[DONE]"], "paced_ms": 5}]}"#,
+    )
+    .unwrap();
+    assert_eq!(script.like, Server::LlamaCppPython);
+    assert_eq!(
+        script.turns()[0],
+        Turn::raw(["{}", "[DONE]"]).paced(Duration::from_millis(5))
+    );
+    let round_trip = Script::from_json(&serde_json::to_string(&script).unwrap()).unwrap();
+    assert_eq!(round_trip, script);
+    assert!(Script::from_json(r#"{"turns": [{"raw": ["{}"], "text": "x"}]}"#).is_err());
+}

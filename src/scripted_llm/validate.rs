@@ -364,3 +364,38 @@ fn validate_tools(tools: &[Value]) -> Result<(), Invalid> {
     }
     Ok(())
 }
+
+/// What llama-cpp-python 0.3 with `--chat_format chatml-function-calling` fails on
+/// where OpenAI does not: the message of the HTTP 500 it answers with, if any. Its
+/// request type wants each assistant message's `content` to be a string when it is
+/// there (`null` fails validation); its template reads `message.content` of every
+/// assistant message under Jinja's `StrictUndefined` (a missing one raises); and
+/// with tools, any `tool_choice` but `"none"`, `"auto"` or a named function trips an
+/// `assert`, whose message is empty.
+pub(crate) fn llama_cpp_python(body: &Value) -> Option<String> {
+    let messages = body.get("messages").and_then(Value::as_array)?;
+    for (i, message) in messages.iter().enumerate() {
+        if message.get("role").and_then(Value::as_str) != Some("assistant") {
+            continue;
+        }
+        match message.get("content") {
+            None => return Some("'dict object' has no attribute 'content'".to_owned()),
+            Some(Value::Null) => {
+                return Some(format!(
+                    "1 validation error: messages.{i}.content: Input should be a valid string"
+                ));
+            }
+            Some(_) => {}
+        }
+    }
+    let tools = body
+        .get("tools")
+        .and_then(Value::as_array)
+        .is_some_and(|tools| !tools.is_empty());
+    let choice_ok = match body.get("tool_choice") {
+        None | Some(Value::Null | Value::Object(_)) => true,
+        Some(Value::String(choice)) => choice == "auto" || choice == "none",
+        Some(_) => false,
+    };
+    (tools && !choice_ok).then(String::new)
+}

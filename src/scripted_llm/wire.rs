@@ -147,6 +147,18 @@ pub(crate) fn stream_events(turn: &Turn, ctx: &Ctx) -> Vec<Bytes> {
             *repeat_ids,
             "tool_calls",
         ),
+        Turn::Raw { lines, options } => {
+            let mut lines = lines.clone();
+            if let Some(n) = options.malformed_at
+                && let Some(line) = n.checked_sub(1).and_then(|i| lines.get_mut(i))
+            {
+                *line = malform(line);
+            }
+            return lines
+                .into_iter()
+                .map(|line| Bytes::from(format!("data: {line}\n\n")))
+                .collect();
+        }
         // Error turns are answered before any stream starts.
         Turn::Status { .. } => return Vec::new(),
     };
@@ -315,6 +327,7 @@ pub(crate) fn completion_body(turn: &Turn, ctx: &Ctx) -> String {
     let (text, calls, finish) = match turn {
         Turn::Text { fragments, .. } => (fragments.as_slice(), &[][..], "stop"),
         Turn::ToolCalls { text, calls, .. } => (text.as_slice(), calls.as_slice(), "tool_calls"),
+        Turn::Raw { lines, .. } => return lines.first().cloned().unwrap_or_default(),
         Turn::Status { .. } => return String::new(),
     };
     let content = text.concat();
