@@ -29,6 +29,23 @@ pub struct OpenAiModel {
     fence_key: Vec<u8>,
     /// The tool definitions' fit is logged once per model.
     fitted: std::sync::Once,
+    /// This model's server refused the full request and took the plain one
+    /// ([`Shape::Plain`]): every request to it is plain from then on.
+    plain: std::sync::atomic::AtomicBool,
+}
+
+/// How a request is put, beyond what every server needs (an assistant message with
+/// tool calls always carries `content`, `""` when it said nothing: llama-cpp-python
+/// answers 500 without it, and OpenAI takes it).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Shape {
+    /// Usage asked for (`stream_options`), each tool result named after its tool
+    /// (some servers' templates need `name`), `tool_choice: "required"` when the
+    /// model's profile wants a call first.
+    Full,
+    /// For servers that refuse one of those (llama-cpp-python asserts on `"required"`,
+    /// strict validators reject fields they do not know): none of them.
+    Plain,
 }
 
 /// An error answer, with the wait the provider asked for (async-openai would drop
@@ -123,10 +140,19 @@ impl OpenAiModel {
             settings,
             fence_key: crate::random::bytes(32),
             fitted: std::sync::Once::new(),
+            plain: std::sync::atomic::AtomicBool::new(false),
         }
     }
 
-    fn body(&self, request: &ChatRequest) -> Value {
+    fn shape(&self) -> Shape {
+        if self.plain.load(std::sync::atomic::Ordering::Relaxed) {
+            Shape::Plain
+        } else {
+            Shape::Full
+        }
+    }
+
+    fn body(&self, request: &ChatRequest, shape: Shape) -> Value {
         let text_mode = self.settings.tool_calls == ToolCallMode::Text;
         let profile = &self.settings.profile;
         let (tools, compaction, tool_tokens) = budget::fit(&request.tools, profile);
@@ -138,9 +164,20 @@ impl OpenAiModel {
                 tool_tokens,
                 budget = ?profile.tool_budget,
                 small = profile.small,
+                request_shape = ?shape,
                 "tool definitions for this model"
             );
         });
+        // Each tool result is named after the call it answers.
+        let names: std::collections::HashMap<&str, &str> = request
+            .messages
+            .iter()
+            .flat_map(|m| match m {
+                Message::Assistant { tool_calls, .. } => tool_calls.as_slice(),
+                _ => &[],
+            })
+            .map(|c| (c.id.as_str(), c.name.as_str()))
+            .collect();
         // A question's first turn: no tool result yet since the person spoke.
         let first_turn = !request
             .messages
@@ -170,7 +207,13 @@ impl OpenAiModel {
                     }
                     _ => String::new(),
                 });
-                wire_message(m, nonce.as_deref())
+                let name = match m {
+                    Message::Tool { tool_call_id, .. } if shape == Shape::Full => {
+                        names.get(tool_call_id.as_str()).copied()
+                    }
+                    _ => None,
+                };
+                wire_message(m, nonce.as_deref(), name)
             })
             .collect();
         if text_mode && !tools.is_empty() {
@@ -187,8 +230,10 @@ impl OpenAiModel {
             "model": self.settings.model,
             "messages": messages,
             "stream": true,
-            "stream_options": { "include_usage": true },
         });
+        if shape == Shape::Full {
+            body["stream_options"] = json!({ "include_usage": true });
+        }
         if !tools.is_empty() && !text_mode {
             body["tools"] = tools
                 .iter()
@@ -200,12 +245,13 @@ impl OpenAiModel {
                 .collect();
             // A model that would otherwise answer from what it imagines is made to
             // look first.
-            body["tool_choice"] = if profile.require_tool_call && first_turn {
-                "required"
-            } else {
-                "auto"
-            }
-            .into();
+            body["tool_choice"] =
+                if profile.require_tool_call && first_turn && shape == Shape::Full {
+                    "required"
+                } else {
+                    "auto"
+                }
+                .into();
         }
         if let Some(temperature) = request.temperature.or(self.settings.temperature) {
             body["temperature"] = temperature.into();
@@ -239,8 +285,10 @@ impl OpenAiModel {
 
 /// In `text` mode (a `nonce` given) the conversation is plain text: calls as the model
 /// writes them, results as a user turn (servers without tool calling refuse the
-/// `tool` role) that marks them as tool output, fenced by the nonce.
-fn wire_message(message: &Message, nonce: Option<&str>) -> Value {
+/// `tool` role) that marks them as tool output, fenced by the nonce. Otherwise an
+/// assistant message always has its `content` (`""` when it only called tools), and a
+/// tool result its tool's `name` when one is given.
+fn wire_message(message: &Message, nonce: Option<&str>, tool_name: Option<&str>) -> Value {
     let text_mode = nonce.is_some();
     match message {
         Message::System { content } => json!({ "role": "system", "content": content }),
@@ -269,7 +317,8 @@ fn wire_message(message: &Message, nonce: Option<&str>) -> Value {
             content,
             tool_calls,
         } => {
-            let mut m = json!({ "role": "assistant", "content": content });
+            let mut m =
+                json!({ "role": "assistant", "content": content.as_deref().unwrap_or_default() });
             if !tool_calls.is_empty() {
                 m["tool_calls"] = tool_calls
                     .iter()
@@ -284,7 +333,13 @@ fn wire_message(message: &Message, nonce: Option<&str>) -> Value {
         Message::Tool {
             tool_call_id,
             content,
-        } => json!({ "role": "tool", "tool_call_id": tool_call_id, "content": content }),
+        } => {
+            let mut m = json!({ "role": "tool", "tool_call_id": tool_call_id, "content": content });
+            if let Some(name) = tool_name {
+                m["name"] = name.into();
+            }
+            m
+        }
     }
 }
 
@@ -323,6 +378,9 @@ struct Choice {
 struct Delta {
     content: Option<String>,
     tool_calls: Option<Vec<ToolCallChunk>>,
+    /// The deprecated single call. llama-cpp-python sends it beside `tool_calls`,
+    /// repeating the same fragment: read only when `tool_calls` is absent.
+    function_call: Option<FunctionChunk>,
 }
 
 #[derive(Deserialize)]
@@ -399,7 +457,18 @@ impl Decoder {
             if let Some(text) = choice.delta.content.filter(|t| !t.is_empty()) {
                 events.push(ModelEvent::Text(text));
             }
-            for call in choice.delta.tool_calls.unwrap_or_default() {
+            let mut calls = choice.delta.tool_calls.unwrap_or_default();
+            if calls.is_empty()
+                && let Some(function) = choice.delta.function_call
+                && (function.name.is_some() || function.arguments.is_some())
+            {
+                calls.push(ToolCallChunk {
+                    index: None,
+                    id: None,
+                    function: Some(function),
+                });
+            }
+            for call in calls {
                 let index = self.slot(call.index, call.id.as_ref());
                 let (name, arguments) = call
                     .function
@@ -430,6 +499,19 @@ impl Decoder {
         }
         events
     }
+}
+
+/// A refusal that the request's shape may have caused: a 400 or 422 (a field the
+/// server does not take), or a 500 (a server whose template or handler fails on
+/// it, as llama-cpp-python's does). Not a 5xx that says the server is busy or away.
+fn may_be_the_shape(error: &ModelError) -> bool {
+    matches!(
+        error,
+        ModelError::Upstream {
+            status: 400 | 422 | 500,
+            ..
+        }
+    )
 }
 
 fn error(error: OpenAIError) -> ModelError {
@@ -469,6 +551,22 @@ fn root_cause(error: &(dyn std::error::Error + 'static)) -> String {
     cause.to_string()
 }
 
+impl OpenAiModel {
+    async fn open(
+        &self,
+        body: Value,
+    ) -> Result<
+        std::pin::Pin<Box<dyn futures::Stream<Item = Result<Chunk, OpenAIError>> + Send>>,
+        ModelError,
+    > {
+        self.client
+            .chat()
+            .create_stream_byot::<Value, Chunk>(body)
+            .await
+            .map_err(error)
+    }
+}
+
 impl ChatModel for OpenAiModel {
     fn name(&self) -> &str {
         &self.settings.model
@@ -480,13 +578,33 @@ impl ChatModel for OpenAiModel {
 
     fn stream(&self, request: ChatRequest) -> BoxFuture<'_, Result<EventStream, ModelError>> {
         Box::pin(async move {
-            let body = self.body(&request);
-            let chunks = self
-                .client
-                .chat()
-                .create_stream_byot::<Value, Chunk>(body)
-                .await
-                .map_err(error)?;
+            let shape = self.shape();
+            let chunks = match self.open(self.body(&request, shape)).await {
+                Ok(chunks) => chunks,
+                // Refused as it was put: asked once more, plainly.
+                Err(refused) if shape == Shape::Full && may_be_the_shape(&refused) => {
+                    match self.open(self.body(&request, Shape::Plain)).await {
+                        Ok(chunks) => {
+                            let was_plain =
+                                self.plain.swap(true, std::sync::atomic::Ordering::Relaxed);
+                            // Told once per model, however many asked at once.
+                            if !was_plain {
+                                tracing::warn!(
+                                    model = %self.settings.model,
+                                    refused = %refused,
+                                    request_shape = ?Shape::Plain,
+                                    "the model's server refused the full request and took the plain one: \
+                                     no usage asked for, tool results unnamed, no required tool call, \
+                                     for this model from now on"
+                                );
+                            }
+                            chunks
+                        }
+                        Err(_) => return Err(refused),
+                    }
+                }
+                Err(refused) => return Err(refused),
+            };
             let mut decoder = Decoder::default();
             let events = chunks
                 .flat_map(move |chunk| {
@@ -652,14 +770,187 @@ mod tests {
                 })
                 .collect()
         };
-        let first = nonces(&model.body(&request("How many tables?")));
+        let first = nonces(&model.body(&request("How many tables?"), Shape::Full));
         assert_eq!(first.len(), 2);
         assert_ne!(first[0], first[1], "two results of one call id");
         assert_eq!(first[0].len(), 16);
         // The same on the next turn of the answer; another answer's are others.
-        assert_eq!(nonces(&model.body(&request("How many tables?"))), first);
-        let other = nonces(&model.body(&request("And customers?")));
+        assert_eq!(
+            nonces(&model.body(&request("How many tables?"), Shape::Full)),
+            first
+        );
+        let other = nonces(&model.body(&request("And customers?"), Shape::Full));
         assert!(other.iter().all(|n| !first.contains(n)), "{other:?}");
+    }
+
+    fn model(mode: ToolCallMode, require_tool_call: bool) -> OpenAiModel {
+        OpenAiModel::new(
+            crate::http_client::new().unwrap(),
+            LlmSettings {
+                base_url: "http://127.0.0.1:9/v1".into(),
+                api_key: None,
+                model: "m".into(),
+                temperature: None,
+                max_tokens: None,
+                tool_calls: mode,
+                profile: crate::settings::ModelProfile {
+                    require_tool_call,
+                    ..Default::default()
+                },
+            },
+        )
+    }
+
+    /// A question, a call that said nothing else, its result.
+    fn after_a_call() -> ChatRequest {
+        let call = super::super::ToolCall {
+            id: "call_1".into(),
+            name: "resos__getTables".into(),
+            arguments: "{}".into(),
+        };
+        ChatRequest {
+            messages: vec![
+                Message::User {
+                    content: "How many tables?".into(),
+                },
+                Message::Assistant {
+                    content: None,
+                    tool_calls: vec![call],
+                },
+                Message::Tool {
+                    tool_call_id: "call_1".into(),
+                    content: "20 tables".into(),
+                },
+            ],
+            tools: vec![super::super::ToolDef {
+                name: "resos__getTables".into(),
+                title: None,
+                description: "Tables".into(),
+                parameters: json!({ "type": "object" }),
+                read_only: true,
+            }],
+            ..ChatRequest::default()
+        }
+    }
+
+    #[test]
+    fn a_call_goes_back_with_empty_content_and_its_result_named() {
+        let body = model(ToolCallMode::Auto, false).body(&after_a_call(), Shape::Full);
+        let messages = body["messages"].as_array().unwrap();
+        assert_eq!(
+            messages[1]["content"], "",
+            "never missing, never null: {body}"
+        );
+        assert_eq!(
+            messages[1]["tool_calls"][0]["function"]["name"],
+            "resos__getTables"
+        );
+        assert_eq!(
+            messages[2],
+            json!({ "role": "tool", "tool_call_id": "call_1", "content": "20 tables", "name": "resos__getTables" })
+        );
+        assert_eq!(body["stream_options"], json!({ "include_usage": true }));
+        assert_eq!(body["tool_choice"], "auto");
+    }
+
+    #[test]
+    fn the_plain_shape_leaves_out_what_a_strict_server_refuses() {
+        let mut first = after_a_call();
+        first.messages.truncate(1);
+        let model = model(ToolCallMode::Auto, true);
+        assert_eq!(model.body(&first, Shape::Full)["tool_choice"], "required");
+        let plain = model.body(&first, Shape::Plain);
+        assert_eq!(plain["tool_choice"], "auto");
+        assert!(plain.get("stream_options").is_none(), "{plain}");
+        let plain = model.body(&after_a_call(), Shape::Plain);
+        let messages = plain["messages"].as_array().unwrap();
+        assert_eq!(messages[1]["content"], "");
+        assert!(messages[2].get("name").is_none(), "{plain}");
+    }
+
+    #[test]
+    fn the_shape_is_retried_only_for_refusals_it_may_cause() {
+        let upstream = |status| ModelError::Upstream {
+            status,
+            message: String::new(),
+            retry_after: None,
+        };
+        for status in [400, 422, 500] {
+            assert!(may_be_the_shape(&upstream(status)), "{status}");
+        }
+        for status in [401, 403, 404, 408, 413, 502, 503, 504] {
+            assert!(!may_be_the_shape(&upstream(status)), "{status}");
+        }
+        assert!(!may_be_the_shape(&ModelError::RateLimited {
+            retry_after: None
+        }));
+        assert!(!may_be_the_shape(&ModelError::Connection(String::new())));
+    }
+
+    /// llama-cpp-python's stream of one call: `function_call` and `tool_calls` side
+    /// by side in every delta, the id and the name repeated each time.
+    #[test]
+    fn a_function_call_beside_tool_calls_is_not_read_twice() {
+        let mut decoder = Decoder::default();
+        let piece = |args: &str| {
+            json!({ "choices": [{ "index": 0, "finish_reason": null, "logprobs": null, "delta": {
+            "role": null, "content": null,
+            "function_call": { "name": "resos__getTables", "arguments": args },
+            "tool_calls": [{ "index": 0, "id": "call__0_resos__getTables_cmpl-1", "type": "function",
+                             "function": { "name": "resos__getTables", "arguments": args } }] } }] })
+        };
+        let mut events = Vec::new();
+        for c in [piece("{\"limit\""), piece(": 1}")] {
+            events.extend(decoder.events(chunk(c)));
+        }
+        let arguments: String = events
+            .iter()
+            .filter_map(|e| match e {
+                ModelEvent::ToolCallDelta {
+                    index: 0,
+                    arguments,
+                    ..
+                } => arguments.clone(),
+                _ => None,
+            })
+            .collect();
+        assert_eq!(arguments, "{\"limit\": 1}");
+        assert_eq!(events.len(), 2, "{events:?}");
+    }
+
+    #[test]
+    fn a_function_call_alone_is_a_call() {
+        let mut decoder = Decoder::default();
+        let piece = |name: Option<&str>, args: &str| {
+            json!({ "choices": [{ "delta": {
+            "function_call": { "name": name, "arguments": args } } }] })
+        };
+        let events: Vec<ModelEvent> = [
+            piece(Some("resos__getTables"), ""),
+            piece(None, "{}"),
+            json!({ "choices": [{ "delta": {}, "finish_reason": "function_call" }] }),
+        ]
+        .into_iter()
+        .flat_map(|c| decoder.events(chunk(c)))
+        .collect();
+        assert_eq!(
+            events,
+            [
+                ModelEvent::ToolCallDelta {
+                    index: 0,
+                    id: None,
+                    name: Some("resos__getTables".into()),
+                    arguments: Some(String::new())
+                },
+                ModelEvent::ToolCallDelta {
+                    index: 0,
+                    id: None,
+                    name: None,
+                    arguments: Some("{}".into())
+                },
+                ModelEvent::Finished(FinishReason::ToolCalls),
+            ]
+        );
     }
 
     #[test]
