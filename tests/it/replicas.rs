@@ -18,6 +18,7 @@ use serde_json::{Value, json};
 use crate::helpers::{Database, SseEvent, SseReader, answer};
 use crate::nginx::Nginx;
 use crate::process::{Maitred, ask, free_port};
+use crate::token_exchange::person_tokens_at;
 
 /// A private Redis on a port of its own, gone with the test.
 struct Redis {
@@ -94,6 +95,11 @@ fn script() -> Script {
         // 3. approved on a third replica
         Turn::tool_calls([booking("Replica Rita")]),
         Turn::text("Booked Rita."),
+        // 3b. two people at once, on two replicas, each booking as themselves
+        Turn::tool_calls([booking("Replica Oscar Guest")]),
+        Turn::tool_calls([booking("Replica Ada Guest")]),
+        Turn::text("Booked."),
+        Turn::text("Booked."),
         // 4. the person's limit of two running answers, counted across replicas
         paced(400, "l", 20),
         paced(400, "m", 20),
@@ -111,6 +117,9 @@ struct Cluster {
     db: Db,
     token: String,
     http: reqwest::Client,
+    /// The backend's and the gateway's public URLs (through nginx).
+    public_backend: String,
+    public_gateway: String,
 }
 
 async fn cluster(llm: &ScriptedLlm, data: &Path) -> Cluster {
@@ -171,6 +180,8 @@ async fn cluster(llm: &ScriptedLlm, data: &Path) -> Cluster {
         db,
         token,
         http: maitred::http_client::new().unwrap(),
+        public_backend: public(listen[0]),
+        public_gateway: public(listen[1]),
     }
 }
 
@@ -291,6 +302,61 @@ async fn replicas_share_running_answers_and_lose_nothing_when_one_dies() {
     for _ in 0..3 {
         let again = c.post(&proxy, &path, json!({ "approve": false })).await;
         assert_eq!(again.status(), 404, "one decision only");
+    }
+
+    // 3b. Two people at once, one on A and one on B, each signed in at the issuer:
+    //     every write reaches the backend as the person whose answer made it (each
+    //     replica exchanges the person's token for the MCP server; nothing is shared).
+    let redirect = format!("{}/login/callback", c.public_gateway);
+    let credentials = maitred::identity::dev::DevCredentials::load(data.path()).unwrap();
+    let mut people = Vec::new();
+    for (replica, username) in [(0, "operator"), (1, "admin")] {
+        let password = credentials.users[username].password.clone();
+        let tokens = person_tokens_at(
+            &c.http,
+            &c.public_backend,
+            &redirect,
+            username,
+            &password,
+            "openid profile chat.read chat.write",
+        )
+        .await;
+        let token = tokens["access_token"].as_str().unwrap().to_owned();
+        people.push((replica, username, token));
+    }
+    let asks = people.iter().map(|(replica, username, token)| {
+        let (http, url) = (&c.http, &c.urls[*replica]);
+        async move {
+            let mut stream = ask(http, url, token, "Book my guest").await;
+            let mut events = stream.until("approval_required").await;
+            let id = events.last().unwrap().data["id"]
+                .as_str()
+                .unwrap()
+                .to_owned();
+            let decided = http
+                .post(format!("{url}/api/v1/resos/chat/approvals/{id}"))
+                .bearer_auth(token)
+                .json(&json!({ "approve": true }))
+                .send()
+                .await
+                .unwrap();
+            assert_eq!(decided.status(), 200);
+            events.extend(stream.rest().await);
+            (*username, events)
+        }
+    });
+    for (username, events) in futures::future::join_all(asks).await {
+        let call = events.iter().find(|e| e.event == "tool_call").unwrap();
+        let result = events.iter().find(|e| e.event == "tool_result").unwrap();
+        assert_eq!(result.data["status"], "ok", "{username}: {:?}", result.data);
+        let (person, actors): (String, String) =
+            sqlx::query_as("SELECT person, actors FROM write_audit WHERE tool_call_id = $1")
+                .bind(call.data["id"].as_str().unwrap())
+                .fetch_one(c.db.pool())
+                .await
+                .unwrap();
+        assert_eq!(person, username, "the write of {username}'s answer");
+        assert_eq!(actors, r#"["maitred-mcp","maitred-gateway"]"#);
     }
 
     // 4. Two answers running (on A and on B): a third, on C, is over the limit.

@@ -49,6 +49,24 @@ pub(crate) fn claims_of(token: &str) -> Value {
 /// `username` signs in at the login page through the web client with `scope`; the
 /// token response (access and refresh token) for the gateway's audience.
 pub(crate) async fn person_tokens(app: &TestApp, username: &str, scope: &str) -> Value {
+    let redirect = format!(
+        "{}/login/callback",
+        app.settings.gateway.endpoint.public_url
+    );
+    let password = app.credentials().users[username].password.clone();
+    person_tokens_at(&app.http, &app.url, &redirect, username, &password, scope).await
+}
+
+/// The same at an issuer anywhere (`issuer`: where its login page is reached), the
+/// web client's redirect being `redirect`.
+pub(crate) async fn person_tokens_at(
+    http: &reqwest::Client,
+    issuer: &str,
+    redirect: &str,
+    username: &str,
+    password: &str,
+    scope: &str,
+) -> Value {
     let browser = reqwest::Client::builder()
         .cookie_store(true)
         .redirect(reqwest::redirect::Policy::none())
@@ -56,21 +74,17 @@ pub(crate) async fn person_tokens(app: &TestApp, username: &str, scope: &str) ->
         .unwrap();
     let verifier = maitred::random::token(48);
     let challenge = URL_SAFE_NO_PAD.encode(Sha256::digest(verifier.as_bytes()));
-    let redirect = format!(
-        "{}/login/callback",
-        app.settings.gateway.endpoint.public_url
-    );
     let query = [
         ("response_type", "code"),
         ("client_id", "maitred-web"),
-        ("redirect_uri", redirect.as_str()),
+        ("redirect_uri", redirect),
         ("scope", scope),
         ("state", "st"),
         ("code_challenge", challenge.as_str()),
         ("code_challenge_method", "S256"),
     ];
     let page = browser
-        .get(format!("{}/oauth2/authorize", app.url))
+        .get(format!("{issuer}/oauth2/authorize"))
         .query(&query)
         .send()
         .await
@@ -89,13 +103,10 @@ pub(crate) async fn person_tokens(app: &TestApp, username: &str, scope: &str) ->
         .collect();
     form.push(("csrf_token".into(), csrf));
     form.push(("username".into(), username.into()));
-    form.push((
-        "password".into(),
-        app.credentials().users[username].password.clone(),
-    ));
+    form.push(("password".into(), password.into()));
     let signed_in = browser
-        .post(format!("{}/oauth2/authorize", app.url))
-        .header("origin", &app.url)
+        .post(format!("{issuer}/oauth2/authorize"))
+        .header("origin", issuer)
         .form(&form)
         .send()
         .await
@@ -107,14 +118,13 @@ pub(crate) async fn person_tokens(app: &TestApp, username: &str, scope: &str) ->
         .find(|(k, _)| k == "code")
         .map(|(_, v)| v.into_owned())
         .expect("a code in the redirect");
-    let response = app
-        .http
-        .post(format!("{}/oauth2/token", app.url))
+    let response = http
+        .post(format!("{issuer}/oauth2/token"))
         .form(&[
             ("grant_type", "authorization_code"),
             ("client_id", "maitred-web"),
             ("code", code.as_str()),
-            ("redirect_uri", redirect.as_str()),
+            ("redirect_uri", redirect),
             ("code_verifier", verifier.as_str()),
         ])
         .send()
