@@ -29,6 +29,7 @@ mod errors;
 mod golden;
 mod identity;
 mod local_models;
+mod local_quirks;
 mod injection;
 mod mcp;
 mod mcp_elicitation;

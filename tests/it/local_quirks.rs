@@ -1,0 +1,388 @@
+//! Local model servers as they really behave, replayed by the scripted upstream:
+//! llama-cpp-python's HTTP 500 on an assistant message without `content` and on
+//! `tool_choice: "required"`, its stream (the call's id and name repeated in every
+//! delta, the deprecated `function_call` beside `tool_calls`, no usage), and every
+//! way a small model writes a call as text, on a question's first turn and on a later
+//! one. In each case the answer completes and no call text reaches the person.
+
+use maitred::gateway::llm::text_calls::ToolCallMode;
+use maitred::scripted_llm::{Script, Server, ToolCallSpec, Turn};
+use maitred::settings::ModelProfile;
+use serde_json::{Value, json};
+
+use crate::helpers::{Database, Llm, SseEvent, TestApp, answer, of};
+
+const FINAL: &str = "There are 20 tables.";
+
+async fn ask_with(
+    script: Script,
+    mode: ToolCallMode,
+    profile: ModelProfile,
+    max_iterations: Option<u32>,
+) -> (TestApp, Vec<SseEvent>) {
+    let app = TestApp::spawn_chat(&Database::Sqlite, Llm::Scripted(script), |s| {
+        if let Some(iterations) = max_iterations {
+            s.gateway.max_iterations = iterations;
+        }
+        if let Some(llm) = &mut s.gateway.llm {
+            llm.tool_calls = mode;
+            llm.profile = profile;
+        }
+    })
+    .await;
+    let token = app.chat_token().await;
+    let events = app
+        .ask(&token, "How many tables are there?", None)
+        .await
+        .rest()
+        .await;
+    (app, events)
+}
+
+async fn ask(turns: Vec<Turn>, mode: ToolCallMode) -> (TestApp, Vec<SseEvent>) {
+    let script = Script::new(turns).like(Server::LlamaCppPython);
+    ask_with(script, mode, ModelProfile::default(), None).await
+}
+
+fn tools_called(events: &[SseEvent]) -> Vec<String> {
+    of(events, "tool_call")
+        .iter()
+        .map(|c| c["tool"].as_str().unwrap().to_owned())
+        .collect()
+}
+
+fn statuses(events: &[SseEvent]) -> Vec<String> {
+    of(events, "tool_result")
+        .iter()
+        .map(|r| r["status"].as_str().unwrap().to_owned())
+        .collect()
+}
+
+/// The answer finished normally and the person saw exactly `shown`.
+fn completed_showing(events: &[SseEvent], shown: &str) {
+    assert!(of(events, "error").is_empty(), "{events:?}");
+    assert_eq!(answer(events), shown, "{events:?}");
+    assert_eq!(events.last().unwrap().data["finish_reason"], "stop");
+}
+
+/// `text` streamed a few characters at a time, as a real model would.
+fn streamed(text: &str) -> Turn {
+    let fragments: Vec<String> = text
+        .chars()
+        .collect::<Vec<_>>()
+        .chunks(5)
+        .map(|c| c.iter().collect())
+        .collect();
+    Turn::text_fragments(fragments)
+}
+
+fn messages(app: &TestApp, request: usize) -> Vec<Value> {
+    app.llm.as_ref().unwrap().requests()[request].body["messages"]
+        .as_array()
+        .unwrap()
+        .clone()
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn llama_cpp_python_takes_the_turn_that_carries_a_tool_result() {
+    let (app, events) = ask(
+        vec![
+            Turn::tool_calls([ToolCallSpec::new("call_1", "resos__getTables", "{}")]),
+            Turn::text(FINAL),
+        ],
+        ToolCallMode::Auto,
+    )
+    .await;
+    completed_showing(&events, FINAL);
+    assert_eq!(statuses(&events), ["ok"]);
+    let llm = app.llm.as_ref().unwrap();
+    assert_eq!(llm.requests().len(), 2, "nothing refused");
+    let sent = messages(&app, 1);
+    let call = sent.iter().find(|m| m["role"] == "assistant").unwrap();
+    assert_eq!(call["content"], "", "{call}");
+    let result = sent.iter().find(|m| m["role"] == "tool").unwrap();
+    assert_eq!(result["name"], "resos__getTables", "{result}");
+
+    // The same request without `content` is what the server answers 500 to.
+    let mut body = llm.requests()[1].body.clone();
+    for message in body["messages"].as_array_mut().unwrap() {
+        if message["role"] == "assistant" {
+            message.as_object_mut().unwrap().remove("content");
+        }
+    }
+    let refused = app
+        .http
+        .post(format!("{}/chat/completions", llm.base_url()))
+        .bearer_auth("test-key")
+        .json(&body)
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(refused.status(), 500);
+    assert_eq!(
+        refused.text().await.unwrap(),
+        r#"{"error":{"message":"'dict object' has no attribute 'content'","type":"internal_server_error","param":null,"code":null}}"#
+    );
+    app.stop().await;
+}
+
+/// One chunk of llama-cpp-python's stream of a call, as its server writes it
+/// (Python's `json.dumps`, keys in its order).
+fn llama_chunk(delta: &str, finish: &str) -> String {
+    format!(
+        r#"{{"id": "chatcmpl-5d1c", "object": "chat.completion.chunk", "created": 1764120000, "model": "qwen2.5-coder-0.5b-instruct-q4_k_m.gguf", "choices": [{{"index": 0, "finish_reason": {finish}, "logprobs": null, "delta": {delta}}}]}}"#
+    )
+}
+
+/// llama-cpp-python's stream of one call (`chatml-function-calling`): a blank first
+/// delta, then each generated piece twice over, as `function_call` and as the one
+/// entry of `tool_calls` with its id and name again; no usage.
+fn llama_cpp_python_call(name: &str, pieces: &[&str]) -> Turn {
+    let mut lines = vec![llama_chunk(
+        r#"{"role": "assistant", "content": null, "function_call": null, "tool_calls": null}"#,
+        "null",
+    )];
+    for piece in pieces {
+        let piece = serde_json::to_string(piece).unwrap();
+        lines.push(llama_chunk(
+            &format!(
+                r#"{{"role": null, "content": null, "function_call": {{"name": "{name}", "arguments": {piece}}}, "tool_calls": [{{"index": 0, "id": "call__0_{name}_cmpl-5d1c", "type": "function", "function": {{"name": "{name}", "arguments": {piece}}}}}]}}"#
+            ),
+            "null",
+        ));
+    }
+    lines.push(llama_chunk(
+        r#"{"role": null, "content": null, "function_call": null, "tool_calls": null}"#,
+        r#""tool_calls""#,
+    ));
+    lines.push("[DONE]".to_owned());
+    Turn::raw(lines)
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn llama_cpp_pythons_stream_of_a_call_runs_it_once() {
+    let (app, events) = ask(
+        vec![
+            llama_cpp_python_call("resos__getTables", &["{\"", "limit", "\":", " ", "1", "}"]),
+            Turn::text(FINAL),
+        ],
+        ToolCallMode::Auto,
+    )
+    .await;
+    completed_showing(&events, FINAL);
+    assert_eq!(tools_called(&events), ["getTables"]);
+    assert_eq!(statuses(&events), ["ok"]);
+    let calls = of(&events, "tool_call");
+    assert_eq!(calls[0]["arguments"], json!({ "limit": 1 }), "read once");
+    let sent = messages(&app, 1);
+    let call = sent.iter().find(|m| m["role"] == "assistant").unwrap();
+    assert_eq!(call["content"], "");
+    assert_eq!(
+        call["tool_calls"][0]["id"],
+        "call__0_resos__getTables_cmpl-5d1c"
+    );
+    assert_eq!(
+        call["tool_calls"][0]["function"],
+        json!({ "name": "resos__getTables", "arguments": "{\"limit\": 1}" })
+    );
+    app.stop().await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn repeated_ids_and_names_in_every_delta_make_one_call_each() {
+    let (app, events) = ask(
+        vec![
+            Turn::tool_calls([
+                ToolCallSpec::new("call_a", "resos__getTables", r#"{"limit":1}"#),
+                ToolCallSpec::new("call_b", "resos__getCustomers", r#"{"limit":1}"#),
+            ])
+            .repeat_ids()
+            .argument_pieces(4),
+            Turn::text(FINAL),
+        ],
+        ToolCallMode::Auto,
+    )
+    .await;
+    completed_showing(&events, FINAL);
+    assert_eq!(tools_called(&events), ["getTables", "getCustomers"]);
+    assert_eq!(statuses(&events), ["ok", "ok"]);
+    app.stop().await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_refused_required_tool_call_is_asked_again_plainly_and_remembered() {
+    let script = Script::new([
+        Turn::tool_calls([ToolCallSpec::new("call_1", "resos__getTables", "{}")]),
+        Turn::text(FINAL),
+        Turn::text("Still 20."),
+    ])
+    .like(Server::LlamaCppPython);
+    let profile = ModelProfile {
+        require_tool_call: true,
+        ..ModelProfile::default()
+    };
+    let (app, events) = ask_with(script, ToolCallMode::Auto, profile, None).await;
+    completed_showing(&events, FINAL);
+    assert_eq!(statuses(&events), ["ok"]);
+    let requests = app.llm.as_ref().unwrap().requests();
+    assert_eq!(requests.len(), 3, "one refusal, then the plain shape");
+    assert_eq!(requests[0].body["tool_choice"], "required");
+    assert!(requests[0].body.get("stream_options").is_some());
+    for plain in &requests[1..] {
+        assert_eq!(plain.body["tool_choice"], "auto");
+        assert!(plain.body.get("stream_options").is_none(), "{}", plain.body);
+    }
+    let result = messages(&app, 2)
+        .into_iter()
+        .find(|m| m["role"] == "tool")
+        .unwrap();
+    assert!(result.get("name").is_none(), "{result}");
+
+    // The next question goes plainly at once.
+    let token = app.chat_token().await;
+    let events = app.ask(&token, "And now?", None).await.rest().await;
+    completed_showing(&events, "Still 20.");
+    let requests = app.llm.as_ref().unwrap().requests();
+    assert_eq!(requests.len(), 4, "not refused again");
+    assert_eq!(requests[3].body["tool_choice"], "auto");
+    app.stop().await;
+}
+
+/// Each way a small model writes a call as text: `(name, arguments)` to the text.
+type Dialect = fn(&str, &str) -> String;
+
+fn dialects() -> Vec<(&'static str, Dialect, bool)> {
+    fn bare(name: &str, arguments: &str) -> String {
+        format!(r#"{{"name": "{name}", "arguments": {arguments}}}"#)
+    }
+    vec![
+        ("bare JSON", bare, true),
+        (
+            "arguments as a JSON string",
+            |name, arguments| {
+                let arguments = serde_json::to_string(arguments).unwrap();
+                format!(r#"{{"name": "{name}", "arguments": {arguments}}}"#)
+            },
+            true,
+        ),
+        (
+            "fenced JSON",
+            |name, arguments| format!("```json\n{}\n```", bare(name, arguments)),
+            true,
+        ),
+        (
+            "a list",
+            |name, arguments| format!("[{}]", bare(name, arguments)),
+            true,
+        ),
+        (
+            "<tool_call> tags",
+            |name, arguments| format!("<tool_call>\n{}\n</tool_call>", bare(name, arguments)),
+            true,
+        ),
+        (
+            "functions.NAME: and arguments",
+            |name, arguments| format!("functions.{name}:\n{arguments}"),
+            true,
+        ),
+        (
+            "functions.NAME: alone",
+            |name, _| format!("functions.{name}:"),
+            false,
+        ),
+    ]
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn every_text_dialect_runs_on_the_first_turn_and_a_later_one_and_is_never_shown() {
+    for mode in [ToolCallMode::Auto, ToolCallMode::Text] {
+        for (dialect, write, with_arguments) in dialects() {
+            let arguments = if with_arguments {
+                r#"{"limit": 1}"#
+            } else {
+                "{}"
+            };
+            let (app, events) = Box::pin(ask(
+                vec![
+                    streamed(&write("resos__getTables", arguments)),
+                    streamed(&write("resos__getCustomers", arguments)),
+                    Turn::text(FINAL),
+                ],
+                mode,
+            ))
+            .await;
+            let context = format!("{dialect} in {mode:?} mode: {events:?}");
+            assert_eq!(
+                tools_called(&events),
+                ["getTables", "getCustomers"],
+                "{context}"
+            );
+            assert_eq!(statuses(&events), ["ok", "ok"], "{context}");
+            let expected: Value = serde_json::from_str(arguments).unwrap();
+            for call in of(&events, "tool_call") {
+                assert_eq!(call["arguments"], expected, "{context}");
+            }
+            completed_showing(&events, FINAL);
+            app.stop().await;
+        }
+    }
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn json_naming_a_tool_that_is_not_offered_is_shown() {
+    let not_offered = r#"{"name": "resos__dropTables", "arguments": {}}"#;
+    // On the first turn, and after a tool result.
+    for turns in [
+        vec![streamed(not_offered)],
+        vec![
+            streamed(r#"{"name": "resos__getTables", "arguments": {}}"#),
+            streamed(not_offered),
+        ],
+    ] {
+        let calls = turns.len() - 1;
+        let (app, events) = ask(turns, ToolCallMode::Auto).await;
+        assert_eq!(of(&events, "tool_call").len(), calls, "{events:?}");
+        completed_showing(&events, not_offered);
+        app.stop().await;
+    }
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn text_call_arguments_that_fail_the_schema_go_back_to_the_model() {
+    let bad = r#"{"name": "resos__getCustomers", "arguments": {"limit": "ten"}}"#;
+    let good = r#"{"name": "resos__getCustomers", "arguments": {"limit": 10}}"#;
+    let (app, events) = ask(
+        vec![streamed(bad), streamed(good), Turn::text(FINAL)],
+        ToolCallMode::Auto,
+    )
+    .await;
+    completed_showing(&events, FINAL);
+    assert_eq!(statuses(&events), ["error", "ok"]);
+    let told = messages(&app, 1)
+        .into_iter()
+        .find(|m| m["role"] == "tool")
+        .unwrap();
+    assert!(
+        told["content"]
+            .as_str()
+            .unwrap()
+            .contains("do not fit its input schema"),
+        "{told}"
+    );
+    app.stop().await;
+
+    // A model that never gets them right is stopped by the turn limit.
+    let script = Script::repeat(streamed(bad)).like(Server::LlamaCppPython);
+    let (app, events) =
+        ask_with(script, ToolCallMode::Auto, ModelProfile::default(), Some(3)).await;
+    assert_eq!(statuses(&events), ["error", "error", "error"]);
+    assert_eq!(
+        events.last().unwrap().data["finish_reason"],
+        "max_iterations"
+    );
+    assert!(
+        !answer(&events).contains("resos__getCustomers"),
+        "{events:?}"
+    );
+    app.stop().await;
+}
