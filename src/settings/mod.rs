@@ -393,8 +393,8 @@ impl Settings {
 mod tests {
     use super::*;
 
-    #[test]
-    fn production_refuses_plain_http_public_urls_except_loopback() {
+    /// Production mode on this machine, with the smallest identity it accepts.
+    fn production() -> Settings {
         let mut settings = Settings::local(PathBuf::from("data"), "sqlite::memory:".into());
         settings.mode = Mode::Production;
         settings.identity.file = toml::from_str(
@@ -411,6 +411,12 @@ mod tests {
             "#,
         )
         .unwrap();
+        settings
+    }
+
+    #[test]
+    fn production_refuses_plain_http_public_urls_except_loopback() {
+        let mut settings = production();
         assert!(settings.check().is_ok(), "{:?}", settings.check());
         settings.gateway.endpoint.public_url = "http://chat.example.com".into();
         let refused = settings.check().unwrap_err().to_string();
@@ -430,22 +436,7 @@ mod tests {
     /// plain http is refused for it as for the public URLs, loopback aside.
     #[test]
     fn production_refuses_a_plain_http_model_except_loopback() {
-        let mut settings = Settings::local(PathBuf::from("data"), "sqlite::memory:".into());
-        settings.mode = Mode::Production;
-        settings.identity.file = toml::from_str(
-            r#"
-            [[users]]
-            username = "alice"
-            password_hash = "$argon2id$v=19$m=19456,t=2,p=1$c2FsdHNhbHQ$aGFzaA"
-            [[clients]]
-            id = "maitred-cli"
-            secret = "a-long-random-secret-1"
-            grants = ["client_credentials"]
-            scopes = ["chat.read"]
-            audiences = ["gateway"]
-            "#,
-        )
-        .unwrap();
+        let mut settings = production();
         let model = |base_url: &str| LlmSettings {
             base_url: base_url.to_owned(),
             api_key: Some("sk-secret".into()),

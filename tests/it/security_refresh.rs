@@ -4,17 +4,15 @@
 //! performed over real HTTP: the bad refresh is refused and the token still works;
 //! a real replay still revokes the login; of concurrent refreshes, one wins.
 
-use base64::Engine;
-use base64::engine::general_purpose::URL_SAFE_NO_PAD;
 use maitred::identity::dev::DevCredentials;
 use maitred::identity::{ClientConfig, Grant};
 use maitred::settings::Settings;
 use secrecy::SecretString;
 use serde_json::Value;
-use sha2::{Digest, Sha256};
 
 use crate::helpers::{Database, TestApp};
 use crate::on_both_databases;
+use crate::token_exchange::Login;
 
 /// A confidential client whose logins the user authorizes for the gateway.
 const PARTNER: &str = "refresh-partner";
@@ -39,87 +37,22 @@ fn with_partner(settings: &mut Settings) {
     settings.identity.file = identity;
 }
 
-fn hidden_field(html: &str, name: &str) -> Option<String> {
-    let marker = format!("name=\"{name}\" value=\"");
-    let start = html.find(&marker)? + marker.len();
-    let end = html[start..].find('"')? + start;
-    Some(
-        html[start..end]
-            .replace("&#x2f;", "/")
-            .replace("&#47;", "/")
-            .replace("&#x3a;", ":")
-            .replace("&amp;", "&"),
-    )
-}
-
 /// Signs the demo user in for `PARTNER` (scopes `openid chat.read`, the gateway as
 /// resource) and redeems the code: the login's first refresh token.
 async fn partner_login(app: &TestApp) -> String {
-    let verifier = maitred::random::token(48);
-    let challenge = URL_SAFE_NO_PAD.encode(Sha256::digest(verifier.as_bytes()));
     let gateway = app.settings.gateway_resource();
-    let browser = reqwest::Client::builder()
-        .cookie_store(true)
-        .redirect(reqwest::redirect::Policy::none())
-        .build()
-        .unwrap();
-    let query = [
-        ("response_type", "code"),
-        ("client_id", PARTNER),
-        ("redirect_uri", PARTNER_REDIRECT),
-        ("scope", "openid chat.read"),
-        ("state", "st"),
-        ("code_challenge", challenge.as_str()),
-        ("code_challenge_method", "S256"),
-        ("resource", gateway.as_str()),
-    ];
-    let page = browser
-        .get(format!("{}/oauth2/authorize", app.url))
-        .query(&query)
-        .send()
-        .await
-        .unwrap();
-    assert_eq!(page.status(), 200);
-    let html = page.text().await.unwrap();
-    let mut form: Vec<(String, String)> = query
-        .iter()
-        .map(|(name, _)| ((*name).to_owned(), hidden_field(&html, name).unwrap()))
-        .collect();
-    form.push((
-        "csrf_token".into(),
-        hidden_field(&html, "csrf_token").unwrap(),
-    ));
-    form.push(("username".into(), "user".into()));
-    form.push((
-        "password".into(),
-        app.credentials().users["user"].password.clone(),
-    ));
-    let signed_in = browser
-        .post(format!("{}/oauth2/authorize", app.url))
-        .header("origin", &app.url)
-        .form(&form)
-        .send()
-        .await
-        .unwrap();
-    assert_eq!(signed_in.status(), 303);
-    let location = url::Url::parse(signed_in.headers()["location"].to_str().unwrap()).unwrap();
-    let code = location
-        .query_pairs()
-        .find(|(name, _)| name == "code")
-        .unwrap()
-        .1
-        .into_owned();
-    let (status, tokens) = token_request(
-        app,
-        Some((PARTNER, PARTNER_SECRET)),
-        &[
-            ("grant_type", "authorization_code"),
-            ("code", &code),
-            ("redirect_uri", PARTNER_REDIRECT),
-            ("code_verifier", &verifier),
-        ],
-    )
-    .await;
+    let password = app.credentials().users["user"].password.clone();
+    let login = Login {
+        issuer: &app.url,
+        client: PARTNER,
+        secret: Some(PARTNER_SECRET),
+        redirect: PARTNER_REDIRECT,
+        scope: "openid chat.read",
+        resource: Some(&gateway),
+        username: "user",
+        password: &password,
+    };
+    let (status, tokens) = login.tokens(&app.http).await;
     assert_eq!(status, 200, "{tokens}");
     tokens["refresh_token"].as_str().unwrap().to_owned()
 }

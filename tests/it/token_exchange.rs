@@ -67,71 +67,107 @@ pub(crate) async fn person_tokens_at(
     password: &str,
     scope: &str,
 ) -> Value {
-    let browser = reqwest::Client::builder()
-        .cookie_store(true)
-        .redirect(reqwest::redirect::Policy::none())
-        .build()
-        .unwrap();
-    let verifier = maitred::random::token(48);
-    let challenge = URL_SAFE_NO_PAD.encode(Sha256::digest(verifier.as_bytes()));
-    let query = [
-        ("response_type", "code"),
-        ("client_id", "maitred-web"),
-        ("redirect_uri", redirect),
-        ("scope", scope),
-        ("state", "st"),
-        ("code_challenge", challenge.as_str()),
-        ("code_challenge_method", "S256"),
-    ];
-    let page = browser
-        .get(format!("{issuer}/oauth2/authorize"))
-        .query(&query)
-        .send()
-        .await
-        .unwrap();
-    assert_eq!(page.status(), 200);
-    let html = page.text().await.unwrap();
-    let csrf = {
-        let marker = "name=\"csrf_token\" value=\"";
-        let start = html.find(marker).unwrap() + marker.len();
-        let end = html[start..].find('"').unwrap() + start;
-        html[start..end].to_owned()
+    let login = Login {
+        issuer,
+        client: "maitred-web",
+        secret: None,
+        redirect,
+        scope,
+        resource: None,
+        username,
+        password,
     };
-    let mut form: Vec<(String, String)> = query
-        .iter()
-        .map(|(k, v)| ((*k).to_owned(), (*v).to_owned()))
-        .collect();
-    form.push(("csrf_token".into(), csrf));
-    form.push(("username".into(), username.into()));
-    form.push(("password".into(), password.into()));
-    let signed_in = browser
-        .post(format!("{issuer}/oauth2/authorize"))
-        .header("origin", issuer)
-        .form(&form)
-        .send()
-        .await
-        .unwrap();
-    assert_eq!(signed_in.status(), 303);
-    let location = url::Url::parse(signed_in.headers()["location"].to_str().unwrap()).unwrap();
-    let code = location
-        .query_pairs()
-        .find(|(k, _)| k == "code")
-        .map(|(_, v)| v.into_owned())
-        .expect("a code in the redirect");
-    let response = http
-        .post(format!("{issuer}/oauth2/token"))
-        .form(&[
+    let (status, tokens) = login.tokens(http).await;
+    assert_eq!(status, 200, "{tokens}");
+    tokens
+}
+
+/// A sign-in at the issuer's login page, as a person in a browser does it for a
+/// client, then the code redeemed by that client (PKCE S256).
+pub(crate) struct Login<'a> {
+    pub issuer: &'a str,
+    pub client: &'a str,
+    /// A confidential client's secret, for the code's redemption.
+    pub secret: Option<&'a str>,
+    pub redirect: &'a str,
+    pub scope: &'a str,
+    pub resource: Option<&'a str>,
+    pub username: &'a str,
+    pub password: &'a str,
+}
+
+impl Login<'_> {
+    /// The token endpoint's answer to the redeemed code.
+    pub(crate) async fn tokens(&self, http: &reqwest::Client) -> (u16, Value) {
+        let issuer = self.issuer;
+        let browser = reqwest::Client::builder()
+            .cookie_store(true)
+            .redirect(reqwest::redirect::Policy::none())
+            .build()
+            .unwrap();
+        let verifier = maitred::random::token(48);
+        let challenge = URL_SAFE_NO_PAD.encode(Sha256::digest(verifier.as_bytes()));
+        let mut query = vec![
+            ("response_type", "code"),
+            ("client_id", self.client),
+            ("redirect_uri", self.redirect),
+            ("scope", self.scope),
+            ("state", "st"),
+            ("code_challenge", challenge.as_str()),
+            ("code_challenge_method", "S256"),
+        ];
+        if let Some(resource) = self.resource {
+            query.push(("resource", resource));
+        }
+        let page = browser
+            .get(format!("{issuer}/oauth2/authorize"))
+            .query(&query)
+            .send()
+            .await
+            .unwrap();
+        assert_eq!(page.status(), 200);
+        let html = page.text().await.unwrap();
+        let csrf = {
+            let marker = "name=\"csrf_token\" value=\"";
+            let start = html.find(marker).unwrap() + marker.len();
+            let end = html[start..].find('"').unwrap() + start;
+            html[start..end].to_owned()
+        };
+        let mut form: Vec<(String, String)> = query
+            .iter()
+            .map(|(k, v)| ((*k).to_owned(), (*v).to_owned()))
+            .collect();
+        form.push(("csrf_token".into(), csrf));
+        form.push(("username".into(), self.username.into()));
+        form.push(("password".into(), self.password.into()));
+        let signed_in = browser
+            .post(format!("{issuer}/oauth2/authorize"))
+            .header("origin", issuer)
+            .form(&form)
+            .send()
+            .await
+            .unwrap();
+        assert_eq!(signed_in.status(), 303);
+        let location = url::Url::parse(signed_in.headers()["location"].to_str().unwrap()).unwrap();
+        let code = location
+            .query_pairs()
+            .find(|(k, _)| k == "code")
+            .map(|(_, v)| v.into_owned())
+            .expect("a code in the redirect");
+        let mut redeem = http.post(format!("{issuer}/oauth2/token"));
+        let mut fields = vec![
             ("grant_type", "authorization_code"),
-            ("client_id", "maitred-web"),
             ("code", code.as_str()),
-            ("redirect_uri", redirect),
+            ("redirect_uri", self.redirect),
             ("code_verifier", verifier.as_str()),
-        ])
-        .send()
-        .await
-        .unwrap();
-    assert_eq!(response.status(), 200);
-    response.json().await.unwrap()
+        ];
+        match self.secret {
+            Some(secret) => redeem = redeem.basic_auth(self.client, Some(secret)),
+            None => fields.push(("client_id", self.client)),
+        }
+        let response = redeem.form(&fields).send().await.unwrap();
+        (response.status().as_u16(), response.json().await.unwrap())
+    }
 }
 
 /// A token exchange by `client` (with its secret) of `subject` for `extra`.
