@@ -21,6 +21,10 @@ use crate::issuer::Issuer;
 use crate::oauth_client::discover_token_url;
 
 pub const GRANT_TYPE: &str = "urn:ietf:params:oauth:grant-type:token-exchange";
+
+/// The header in which a hop names the gateway's tool call behind a request, so the
+/// backend's audit can tie a write to it (the MCP role sends it, the backend reads it).
+pub const TOOL_CALL_HEADER: &str = "maitred-tool-call-id";
 pub const ACCESS_TOKEN_TYPE: &str = "urn:ietf:params:oauth:token-type:access_token";
 
 /// Entries beyond this are swept of the expired before another is added.

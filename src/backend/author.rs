@@ -14,13 +14,11 @@ use axum::http::request::Parts;
 use super::WriteScope;
 use super::error::ApiError;
 use crate::auth::{AuthErrorKind, Principal, RequiredScope, Scoped, TokenVerifier};
+use crate::delegation::TOOL_CALL_HEADER;
 
 /// The roles that may write. The gateway's default policy says the same (USER reads,
 /// OPERATOR and ADMIN write); here it holds even if that policy is opened.
 pub(super) const WRITING_ROLES: &[&str] = &["OPERATOR", "ADMIN"];
-
-/// The header in which the MCP role names the gateway's tool call behind a write.
-pub const TOOL_CALL_HEADER: &str = "maitred-tool-call-id";
 
 /// Longer or stranger tool call ids are not ours; they are not recorded.
 const MAX_TOOL_CALL_ID: usize = 128;

@@ -17,8 +17,7 @@ use serde_json::Value;
 use super::metrics::BackendLabels;
 use secrecy::{ExposeSecret, SecretString};
 
-use crate::backend::author::TOOL_CALL_HEADER;
-use crate::delegation::{ExchangeError, Exchanger};
+use crate::delegation::{ExchangeError, Exchanger, TOOL_CALL_HEADER};
 use crate::metrics::status_class;
 use crate::oauth_client::TokenSource;
 use crate::trace_context::{TRACEPARENT, TraceContext};
