@@ -210,7 +210,7 @@ async fn repeated_ids_and_names_in_every_delta_make_one_call_each() {
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn a_refused_required_tool_call_is_asked_again_plainly_and_remembered() {
+async fn a_required_tool_call_refused_with_500_is_asked_again_as_auto_and_remembered() {
     let script = Script::new([
         Turn::tool_calls([ToolCallSpec::new("call_1", "resos__getTables", "{}")]),
         Turn::text(FINAL),
@@ -225,20 +225,20 @@ async fn a_refused_required_tool_call_is_asked_again_plainly_and_remembered() {
     completed_showing(&events, FINAL);
     assert_eq!(statuses(&events), ["ok"]);
     let requests = app.llm.as_ref().unwrap().requests();
-    assert_eq!(requests.len(), 3, "one refusal, then the plain shape");
+    assert_eq!(requests.len(), 3, "one refusal, then tool_choice auto");
     assert_eq!(requests[0].body["tool_choice"], "required");
-    assert!(requests[0].body.get("stream_options").is_some());
-    for plain in &requests[1..] {
-        assert_eq!(plain.body["tool_choice"], "auto");
-        assert!(plain.body.get("stream_options").is_none(), "{}", plain.body);
+    for taken in &requests[1..] {
+        assert_eq!(taken.body["tool_choice"], "auto");
+        // Only the choice changed: usage is still asked for, results still named.
+        assert!(taken.body.get("stream_options").is_some(), "{}", taken.body);
     }
     let result = messages(&app, 2)
         .into_iter()
         .find(|m| m["role"] == "tool")
         .unwrap();
-    assert!(result.get("name").is_none(), "{result}");
+    assert_eq!(result["name"], "resos__getTables", "{result}");
 
-    // The next question goes plainly at once.
+    // The next question is not asked for a required call again.
     let token = app.chat_token().await;
     let events = app.ask(&token, "And now?", None).await.rest().await;
     completed_showing(&events, "Still 20.");

@@ -29,23 +29,54 @@ pub struct OpenAiModel {
     fence_key: Vec<u8>,
     /// The tool definitions' fit is logged once per model.
     fitted: std::sync::Once,
-    /// This model's server refused the full request and took the plain one
-    /// ([`Shape::Plain`]): every request to it is plain from then on.
+    /// This model's server refused a full request (400 or 422) and took the plain
+    /// one: its requests are plain from then on.
     plain: std::sync::atomic::AtomicBool,
+    /// This model's server failed (500) on `tool_choice: "required"` and took
+    /// `"auto"`: it is not asked for a required call again.
+    no_required: std::sync::atomic::AtomicBool,
 }
 
 /// How a request is put, beyond what every server needs (an assistant message with
 /// tool calls always carries `content`, `""` when it said nothing: llama-cpp-python
 /// answers 500 without it, and OpenAI takes it).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-enum Shape {
-    /// Usage asked for (`stream_options`), each tool result named after its tool
-    /// (some servers' templates need `name`), `tool_choice: "required"` when the
-    /// model's profile wants a call first.
-    Full,
-    /// For servers that refuse one of those (llama-cpp-python asserts on `"required"`,
-    /// strict validators reject fields they do not know): none of them.
-    Plain,
+struct Shape {
+    /// Leave out what a strict validator may refuse as unknown: usage asked for
+    /// (`stream_options`) and the tool's `name` on each tool result (which some
+    /// servers' templates need, and OpenAI takes).
+    plain: bool,
+    /// `tool_choice: "required"` when the model's profile wants a call first
+    /// (llama-cpp-python's `chatml-function-calling` asserts it is `"auto"`).
+    required: bool,
+}
+
+impl Shape {
+    const FULL: Self = Self {
+        plain: false,
+        required: true,
+    };
+
+    /// The shape to ask in once more after `refused`, if it may be the shape that
+    /// was refused: a 400 or 422 to a full request (a field the server does not
+    /// take), or a 500 to one that required a call (a server whose handler fails on
+    /// it). Other 5xx say the server is busy or away: the router's retries are for
+    /// those, as for a transient 500.
+    fn after(self, refused: &ModelError, sent_required: bool) -> Option<Self> {
+        match refused {
+            ModelError::Upstream {
+                status: 400 | 422, ..
+            } if !self.plain => Some(Self {
+                plain: true,
+                required: false,
+            }),
+            ModelError::Upstream { status: 500, .. } if sent_required => Some(Self {
+                required: false,
+                ..self
+            }),
+            _ => None,
+        }
+    }
 }
 
 /// An error answer, with the wait the provider asked for (async-openai would drop
@@ -141,14 +172,40 @@ impl OpenAiModel {
             fence_key: crate::random::bytes(32),
             fitted: std::sync::Once::new(),
             plain: std::sync::atomic::AtomicBool::new(false),
+            no_required: std::sync::atomic::AtomicBool::new(false),
         }
     }
 
     fn shape(&self) -> Shape {
-        if self.plain.load(std::sync::atomic::Ordering::Relaxed) {
-            Shape::Plain
+        use std::sync::atomic::Ordering::Relaxed;
+        let plain = self.plain.load(Relaxed);
+        Shape {
+            plain,
+            required: !plain && !self.no_required.load(Relaxed),
+        }
+    }
+
+    /// Remembers that this model's server took `taken` after refusing `refused`,
+    /// told once per model and choice, however many asked at once.
+    fn remember(&self, taken: Shape, refused: &ModelError) {
+        use std::sync::atomic::Ordering::Relaxed;
+        let flag = if taken.plain {
+            &self.plain
         } else {
-            Shape::Full
+            &self.no_required
+        };
+        if !flag.swap(true, Relaxed) {
+            tracing::warn!(
+                model = %self.settings.model,
+                %refused,
+                request_shape = ?taken,
+                "the model's server refused the request as it was and took it {}: so from now on",
+                if taken.plain {
+                    "without stream_options, tool result names or a required tool call"
+                } else {
+                    "with tool_choice \"auto\" instead of \"required\""
+                }
+            );
         }
     }
 
@@ -208,7 +265,7 @@ impl OpenAiModel {
                     _ => String::new(),
                 });
                 let name = match m {
-                    Message::Tool { tool_call_id, .. } if shape == Shape::Full => {
+                    Message::Tool { tool_call_id, .. } if !shape.plain => {
                         names.get(tool_call_id.as_str()).copied()
                     }
                     _ => None,
@@ -231,7 +288,7 @@ impl OpenAiModel {
             "messages": messages,
             "stream": true,
         });
-        if shape == Shape::Full {
+        if !shape.plain {
             body["stream_options"] = json!({ "include_usage": true });
         }
         if !tools.is_empty() && !text_mode {
@@ -246,7 +303,7 @@ impl OpenAiModel {
             // A model that would otherwise answer from what it imagines is made to
             // look first.
             body["tool_choice"] =
-                if profile.require_tool_call && first_turn && shape == Shape::Full {
+                if profile.require_tool_call && first_turn && shape.required && !shape.plain {
                     "required"
                 } else {
                     "auto"
@@ -501,19 +558,6 @@ impl Decoder {
     }
 }
 
-/// A refusal that the request's shape may have caused: a 400 or 422 (a field the
-/// server does not take), or a 500 (a server whose template or handler fails on
-/// it, as llama-cpp-python's does). Not a 5xx that says the server is busy or away.
-fn may_be_the_shape(error: &ModelError) -> bool {
-    matches!(
-        error,
-        ModelError::Upstream {
-            status: 400 | 422 | 500,
-            ..
-        }
-    )
-}
-
 fn error(error: OpenAIError) -> ModelError {
     match error {
         OpenAIError::ApiError(response) if response.status_code.as_u16() == 429 => {
@@ -579,31 +623,22 @@ impl ChatModel for OpenAiModel {
     fn stream(&self, request: ChatRequest) -> BoxFuture<'_, Result<EventStream, ModelError>> {
         Box::pin(async move {
             let shape = self.shape();
-            let chunks = match self.open(self.body(&request, shape)).await {
+            let body = self.body(&request, shape);
+            let sent_required = body["tool_choice"] == "required";
+            let chunks = match self.open(body).await {
                 Ok(chunks) => chunks,
-                // Refused as it was put: asked once more, plainly.
-                Err(refused) if shape == Shape::Full && may_be_the_shape(&refused) => {
-                    match self.open(self.body(&request, Shape::Plain)).await {
+                Err(refused) => match shape.after(&refused, sent_required) {
+                    // Refused as it was put: asked once more, in the shape that
+                    // servers with that quirk take.
+                    Some(retry) => match self.open(self.body(&request, retry)).await {
                         Ok(chunks) => {
-                            let was_plain =
-                                self.plain.swap(true, std::sync::atomic::Ordering::Relaxed);
-                            // Told once per model, however many asked at once.
-                            if !was_plain {
-                                tracing::warn!(
-                                    model = %self.settings.model,
-                                    refused = %refused,
-                                    request_shape = ?Shape::Plain,
-                                    "the model's server refused the full request and took the plain one: \
-                                     no usage asked for, tool results unnamed, no required tool call, \
-                                     for this model from now on"
-                                );
-                            }
+                            self.remember(retry, &refused);
                             chunks
                         }
                         Err(_) => return Err(refused),
-                    }
-                }
-                Err(refused) => return Err(refused),
+                    },
+                    None => return Err(refused),
+                },
             };
             let mut decoder = Decoder::default();
             let events = chunks
@@ -770,16 +805,16 @@ mod tests {
                 })
                 .collect()
         };
-        let first = nonces(&model.body(&request("How many tables?"), Shape::Full));
+        let first = nonces(&model.body(&request("How many tables?"), Shape::FULL));
         assert_eq!(first.len(), 2);
         assert_ne!(first[0], first[1], "two results of one call id");
         assert_eq!(first[0].len(), 16);
         // The same on the next turn of the answer; another answer's are others.
         assert_eq!(
-            nonces(&model.body(&request("How many tables?"), Shape::Full)),
+            nonces(&model.body(&request("How many tables?"), Shape::FULL)),
             first
         );
-        let other = nonces(&model.body(&request("And customers?"), Shape::Full));
+        let other = nonces(&model.body(&request("And customers?"), Shape::FULL));
         assert!(other.iter().all(|n| !first.contains(n)), "{other:?}");
     }
 
@@ -835,7 +870,7 @@ mod tests {
 
     #[test]
     fn a_call_goes_back_with_empty_content_and_its_result_named() {
-        let body = model(ToolCallMode::Auto, false).body(&after_a_call(), Shape::Full);
+        let body = model(ToolCallMode::Auto, false).body(&after_a_call(), Shape::FULL);
         let messages = body["messages"].as_array().unwrap();
         assert_eq!(
             messages[1]["content"], "",
@@ -853,19 +888,32 @@ mod tests {
         assert_eq!(body["tool_choice"], "auto");
     }
 
+    const PLAIN: Shape = Shape {
+        plain: true,
+        required: false,
+    };
+    const NOT_REQUIRED: Shape = Shape {
+        plain: false,
+        required: false,
+    };
+
     #[test]
     fn the_plain_shape_leaves_out_what_a_strict_server_refuses() {
         let mut first = after_a_call();
         first.messages.truncate(1);
         let model = model(ToolCallMode::Auto, true);
-        assert_eq!(model.body(&first, Shape::Full)["tool_choice"], "required");
-        let plain = model.body(&first, Shape::Plain);
+        assert_eq!(model.body(&first, Shape::FULL)["tool_choice"], "required");
+        let plain = model.body(&first, PLAIN);
         assert_eq!(plain["tool_choice"], "auto");
         assert!(plain.get("stream_options").is_none(), "{plain}");
-        let plain = model.body(&after_a_call(), Shape::Plain);
+        let plain = model.body(&after_a_call(), PLAIN);
         let messages = plain["messages"].as_array().unwrap();
         assert_eq!(messages[1]["content"], "");
         assert!(messages[2].get("name").is_none(), "{plain}");
+        // Without a required call, the rest stays as it was.
+        let auto = model.body(&first, NOT_REQUIRED);
+        assert_eq!(auto["tool_choice"], "auto");
+        assert_eq!(auto["stream_options"], json!({ "include_usage": true }));
     }
 
     #[test]
@@ -875,16 +923,62 @@ mod tests {
             message: String::new(),
             retry_after: None,
         };
-        for status in [400, 422, 500] {
-            assert!(may_be_the_shape(&upstream(status)), "{status}");
+        for status in [400, 422] {
+            assert_eq!(Shape::FULL.after(&upstream(status), false), Some(PLAIN));
+            assert_eq!(Shape::FULL.after(&upstream(status), true), Some(PLAIN));
+            assert_eq!(NOT_REQUIRED.after(&upstream(status), false), Some(PLAIN));
+            assert_eq!(PLAIN.after(&upstream(status), false), None, "once");
         }
-        for status in [401, 403, 404, 408, 413, 502, 503, 504] {
-            assert!(!may_be_the_shape(&upstream(status)), "{status}");
+        // A 500 is the shape's only when it asked for a required call; otherwise
+        // it is the router's to retry, as a transient failure.
+        assert_eq!(Shape::FULL.after(&upstream(500), true), Some(NOT_REQUIRED));
+        assert_eq!(Shape::FULL.after(&upstream(500), false), None);
+        for status in [401, 403, 404, 408, 413, 429, 502, 503, 504] {
+            assert_eq!(Shape::FULL.after(&upstream(status), true), None, "{status}");
         }
-        assert!(!may_be_the_shape(&ModelError::RateLimited {
-            retry_after: None
-        }));
-        assert!(!may_be_the_shape(&ModelError::Connection(String::new())));
+        for other in [
+            ModelError::RateLimited { retry_after: None },
+            ModelError::Connection(String::new()),
+            ModelError::Timeout(String::new()),
+        ] {
+            assert_eq!(Shape::FULL.after(&other, true), None, "{other}");
+        }
+    }
+
+    #[tokio::test]
+    async fn a_refusal_of_the_full_shape_is_asked_again_and_remembered() {
+        use crate::scripted_llm::{Script, ScriptedLlm, Turn};
+        let llm = ScriptedLlm::start(Script::new([
+            Turn::status(400).message("Extra inputs are not permitted: stream_options"),
+            Turn::text("plain"),
+            Turn::text("still plain"),
+        ]))
+        .await
+        .unwrap();
+        let mut settings = model(ToolCallMode::Auto, false).settings.clone();
+        settings.base_url = llm.base_url();
+        let model = OpenAiModel::new(crate::http_client::new().unwrap(), settings);
+        for _ in 0..2 {
+            let events: Vec<ModelEvent> = model
+                .stream(after_a_call())
+                .await
+                .unwrap()
+                .map(Result::unwrap)
+                .collect()
+                .await;
+            assert!(
+                matches!(events.first(), Some(ModelEvent::Text(_))),
+                "{events:?}"
+            );
+        }
+        let requests = llm.requests();
+        assert_eq!(requests.len(), 3, "refused once, then plain");
+        assert!(requests[0].body.get("stream_options").is_some());
+        for plain in &requests[1..] {
+            assert!(plain.body.get("stream_options").is_none(), "{}", plain.body);
+            assert!(plain.body["messages"][2].get("name").is_none());
+        }
+        llm.stop().await;
     }
 
     /// llama-cpp-python's stream of one call: `function_call` and `tool_calls` side
