@@ -3,6 +3,7 @@
 
 mod access;
 mod args;
+mod audit;
 mod availability;
 mod backend;
 mod booking_guest;

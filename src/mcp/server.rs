@@ -8,9 +8,9 @@ use std::time::Instant;
 use rmcp::model::{
     CallToolRequestParams, CallToolResponse, CallToolResult, CompleteRequestMethod,
     CompleteRequestParams, CompleteResult, ContentBlock, Implementation, ListPromptsRequestMethod,
-    ListPromptsResult, ListResourceTemplatesRequestMethod, ListResourceTemplatesResult,
-    ListResourcesRequestMethod, ListResourcesResult, ListToolsResult, PaginatedRequestParams,
-    ProtocolVersion, ServerCapabilities, ServerConfig, Tool,
+    ListPromptsResult, ListResourceTemplatesResult, ListResourcesResult, ListToolsResult,
+    PaginatedRequestParams, ProtocolVersion, ReadResourceRequestParams, ReadResourceResponse,
+    ServerCapabilities, ServerConfig, Tool,
 };
 use rmcp::service::RequestContext;
 use rmcp::{ErrorData, RoleServer, ServerHandler};
@@ -18,9 +18,10 @@ use secrecy::SecretString;
 use serde_json::Value;
 use tracing::Instrument;
 
+use super::audit;
 use super::backend::BackendClient;
 use super::booking_guest::{self, Settled};
-use super::catalogue::{CREATE_BOOKING, Entry, catalogue};
+use super::catalogue::{CREATE_BOOKING, Entry, READ_SCOPE, catalogue};
 use super::metrics::{McpMetrics, Outcome};
 use super::progress::Progress;
 use super::sealed_state::StateSeal;
@@ -131,12 +132,17 @@ fn trace(ctx: &RequestContext<RoleServer>) -> TraceContext {
 
 impl ServerHandler for McpServer {
     fn get_info(&self) -> ServerConfig {
-        ServerConfig::new(ServerCapabilities::builder().enable_tools().build())
-            .with_server_info(
-                Implementation::new("maitred", env!("CARGO_PKG_VERSION"))
-                    .with_title("maitred restaurant reservations"),
-            )
-            .with_instructions(INSTRUCTIONS)
+        ServerConfig::new(
+            ServerCapabilities::builder()
+                .enable_tools()
+                .enable_resources()
+                .build(),
+        )
+        .with_server_info(
+            Implementation::new("maitred", env!("CARGO_PKG_VERSION"))
+                .with_title("maitred restaurant reservations"),
+        )
+        .with_instructions(INSTRUCTIONS)
     }
 
     fn supported_protocol_versions(&self) -> Cow<'static, [ProtocolVersion]> {
@@ -153,8 +159,8 @@ impl ServerHandler for McpServer {
         ))
     }
 
-    // Prompts, resources and completions are not offered (nor declared), so they are
-    // unknown methods rather than empty lists.
+    // Prompts and completions are not offered (nor declared), so they are unknown
+    // methods rather than empty lists.
     async fn list_prompts(
         &self,
         _request: Option<PaginatedRequestParams>,
@@ -163,12 +169,13 @@ impl ServerHandler for McpServer {
         Err(ErrorData::method_not_found::<ListPromptsRequestMethod>())
     }
 
+    /// One resource: the write audit, read as the caller's person.
     async fn list_resources(
         &self,
         _request: Option<PaginatedRequestParams>,
         _ctx: RequestContext<RoleServer>,
     ) -> Result<ListResourcesResult, ErrorData> {
-        Err(ErrorData::method_not_found::<ListResourcesRequestMethod>())
+        Ok(ListResourcesResult::with_all_items(vec![audit::resource()]))
     }
 
     async fn list_resource_templates(
@@ -176,9 +183,31 @@ impl ServerHandler for McpServer {
         _request: Option<PaginatedRequestParams>,
         _ctx: RequestContext<RoleServer>,
     ) -> Result<ListResourceTemplatesResult, ErrorData> {
-        Err(ErrorData::method_not_found::<
-            ListResourceTemplatesRequestMethod,
-        >())
+        Ok(ListResourceTemplatesResult::with_all_items(Vec::new()))
+    }
+
+    async fn read_resource(
+        &self,
+        request: ReadResourceRequestParams,
+        ctx: RequestContext<RoleServer>,
+    ) -> Result<ReadResourceResponse, ErrorData> {
+        if request.uri != audit::AUDIT_URI {
+            return Err(audit::not_found(&request.uri));
+        }
+        let caller = principal(&ctx);
+        if self.shared.access == Access::Token
+            && !caller.as_ref().is_some_and(|p| p.has_scope(READ_SCOPE))
+        {
+            return Err(ErrorData::invalid_request(
+                format!("reading {} needs the scope {READ_SCOPE}", audit::AUDIT_URI),
+                None,
+            ));
+        }
+        let backend =
+            self.shared
+                .backend
+                .for_call(trace(&ctx), person_token(&ctx, caller.as_ref()), None);
+        audit::read(&backend).await.map(Into::into)
     }
 
     async fn complete(

@@ -10,7 +10,9 @@ use std::collections::BTreeMap;
 
 use maitred::scripted_llm::{Script, ToolCallSpec, Turn};
 use maitred::settings::gateway_file::RolePolicy;
-use rmcp::model::{CallToolRequestParams, RequestMetaObject};
+use rmcp::model::{
+    CallToolRequestParams, ReadResourceRequestParams, RequestMetaObject, ResourceContents,
+};
 
 use crate::helpers::{Database, Llm, SseEvent, TestApp, of};
 use crate::mcp::{MODERN, call, connect, initialize, open_day, post, text};
@@ -19,6 +21,7 @@ use crate::token_exchange::{exchange_as, person_tokens, signed};
 
 on_both_databases!(
     the_backend_writes_only_as_a_person_who_may,
+    an_admins_mcp_client_reads_the_write_audit,
     only_trusted_clients_may_bring_delegated_tokens,
     our_mcp_server_reaches_the_backend_as_the_person,
 );
@@ -541,5 +544,64 @@ async fn a_revoked_login_stops_reaching_the_tools_within_the_delegated_lifetime(
         result["summary"].as_str().unwrap().contains("revoked"),
         "{result}"
     );
+    app.stop().await;
+}
+
+/// The write audit is an MCP resource too, read as the caller's person: an ADMIN's MCP
+/// client reads it, an OPERATOR's is refused by the backend.
+async fn an_admins_mcp_client_reads_the_write_audit(database: &Database) {
+    let app = TestApp::spawn(database).await;
+    let operator = connect(&app, &mcp_token_of(&app, "operator").await, MODERN).await;
+    let date = open_day(5);
+    let times = call(
+        &operator,
+        "getAvailableTimes",
+        json!({ "date": date, "people": 2 }),
+    )
+    .await;
+    let time = times.structured_content.unwrap()["times"][0].clone();
+    let created = call(
+        &operator,
+        "createBooking",
+        json!({ "date": date, "time": time, "people": 2, "guestName": "Audited Guest", "guestEmail": "audited@example.org" }),
+    )
+    .await;
+    assert_eq!(created.is_error, Some(false), "{}", text(&created));
+    let id = created.structured_content.unwrap()["_id"].clone();
+
+    let listed = operator.list_all_resources().await.unwrap();
+    assert_eq!(listed.len(), 1);
+    assert_eq!(listed[0].uri, "maitred://audit/writes");
+    let refused = operator
+        .read_resource(ReadResourceRequestParams::new("maitred://audit/writes"))
+        .await
+        .unwrap_err()
+        .to_string();
+    assert!(refused.contains("ADMIN"), "{refused}");
+
+    let admin = connect(&app, &mcp_token_of(&app, "admin").await, MODERN).await;
+    let read = admin
+        .read_resource(ReadResourceRequestParams::new("maitred://audit/writes"))
+        .await
+        .unwrap();
+    let ResourceContents::TextResourceContents {
+        text, mime_type, ..
+    } = &read.contents[0]
+    else {
+        panic!("{read:?}")
+    };
+    assert_eq!(mime_type.as_deref(), Some("application/json"));
+    let rows: Value = serde_json::from_str(text).unwrap();
+    assert_eq!(rows[0]["resourceId"], id);
+    assert_eq!(rows[0]["person"], "operator");
+    let missing = admin
+        .read_resource(ReadResourceRequestParams::new("maitred://nothing"))
+        .await
+        .unwrap_err()
+        .to_string();
+    assert!(missing.contains("no resource"), "{missing}");
+    for client in [operator, admin] {
+        client.cancel().await.unwrap();
+    }
     app.stop().await;
 }
