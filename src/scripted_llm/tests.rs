@@ -1013,8 +1013,7 @@ async fn like_llama_cpp_python_it_answers_500_to_what_it_cannot_read() {
         assert_eq!(
             response.text().await.unwrap(),
             format!(
-                r#"{{"error":{{"message":"{}","type":"internal_server_error","param":null,"code":null}}}}"#,
-                message
+                r#"{{"error":{{"message":"{message}","type":"internal_server_error","param":null,"code":null}}}}"#
             )
         );
     }

@@ -178,10 +178,16 @@ impl OpenAiModel {
 
     fn shape(&self) -> Shape {
         use std::sync::atomic::Ordering::Relaxed;
-        let plain = self.plain.load(Relaxed);
-        Shape {
-            plain,
-            required: !plain && !self.no_required.load(Relaxed),
+        if self.plain.load(Relaxed) {
+            Shape {
+                plain: true,
+                required: false,
+            }
+        } else {
+            Shape {
+                required: !self.no_required.load(Relaxed),
+                ..Shape::FULL
+            }
         }
     }
 
