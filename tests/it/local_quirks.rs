@@ -386,3 +386,23 @@ async fn text_call_arguments_that_fail_the_schema_go_back_to_the_model() {
     );
     app.stop().await;
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_few_words_then_a_tagged_call_show_only_the_words() {
+    let call = "<tool_call>\n{\"name\": \"resos__getTables\", \"arguments\": {}}\n</tool_call>";
+    let (app, events) = ask(
+        vec![
+            streamed(&format!("Let me look.\n{call}")),
+            Turn::text(FINAL),
+        ],
+        ToolCallMode::Auto,
+    )
+    .await;
+    assert_eq!(tools_called(&events), ["getTables"]);
+    assert_eq!(statuses(&events), ["ok"]);
+    completed_showing(&events, &format!("Let me look.\n{FINAL}"));
+    let sent = messages(&app, 1);
+    let said = sent.iter().find(|m| m["role"] == "assistant").unwrap();
+    assert_eq!(said["content"], "Let me look.\n", "{said}");
+    app.stop().await;
+}
