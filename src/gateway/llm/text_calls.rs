@@ -5,8 +5,12 @@
 //! Shown to the person, that is noise; taken as the call it means, the answer goes on.
 //!
 //! Text that could still become a call is held back; once it cannot, it streams at
-//! once. At the end, held text that is one or more calls naming offered tools becomes
-//! those calls, and anything else is shown as it came.
+//! once, but for a `<tool_call>` tag after the first words, held from where it
+//! starts. At the end, held text that is one or more calls naming offered tools
+//! becomes those calls, and anything else is shown as it came. `functions.NAME:` may
+//! come without arguments (a call with none), several calls may follow one another,
+//! and arguments that are not JSON keep the call the model's: the tool pipeline tells
+//! it what is wrong with them.
 //!
 //! Calls are read from the model's own output only, never from tool output: a call
 //! the model "writes" that is a copy of one found in a tool result of the
