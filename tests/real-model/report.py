@@ -1,7 +1,10 @@
 """Print the results of a run (ask.py's results.jsonl) as one markdown table per mode,
 each followed by its summary line.
 
-usage: report.py results.jsonl
+usage: report.py results.jsonl [--strict]
+
+With --strict the exit status is 1 when any answer leaked markup or ended in an error
+(a timeout included): the issue's targets for a gate, whatever the answers' accuracy.
 """
 
 import json
@@ -28,6 +31,7 @@ def cell(text: str) -> str:
 
 def main() -> int:
     records = [json.loads(line) for line in open(sys.argv[1]) if line.strip()]
+    strict = "--strict" in sys.argv[2:]
     modes = list(dict.fromkeys(r["mode"] for r in records))
     for mode in modes:
         rows = [r for r in records if r["mode"] == mode]
@@ -58,6 +62,10 @@ def main() -> int:
             f"errors {sum(bool(r.get('error')) for r in rows)}; "
             f"median first token {median}"
         )
+    failed = [r for r in records if r.get("leaks") or r.get("error")]
+    if strict and (failed or not records):
+        print(f"\nstrict: {len(failed)} of {len(records)} answers leaked markup or ended in an error")
+        return 1
     return 0
 
 
