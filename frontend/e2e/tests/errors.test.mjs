@@ -1,6 +1,7 @@
 // A model that fails: the error reaches the person as a banner with a way to try
-// again, and trying again answers. The scripted upstream fails the first request
-// with a 400 (not retried by the gateway) and answers the next.
+// again, and trying again answers. The scripted upstream refuses with a 400 twice:
+// the question, and the gateway's one retry in the shape strict local servers need
+// (a 400 may be the request's shape); then it answers the person's Retry.
 
 import assert from 'node:assert/strict';
 import { after, before, describe, test } from 'node:test';
@@ -16,7 +17,8 @@ describe('a failing model', () => {
     stack = await startStack({
       script: {
         turns: [
-          { status: 400, message: 'the scripted model refuses this once' },
+          { status: 400, message: 'the scripted model refuses this' },
+          { status: 400, message: 'the scripted model refuses this again' },
           { text: 'Second time lucky: here is the answer.' },
         ],
       },
