@@ -89,6 +89,13 @@ impl Shared {
         requests.len()
     }
 
+    /// Whether the turn the next request gets calls tools (without taking it).
+    fn next_turn_calls_tools(&self) -> bool {
+        let state = lock(&self.script);
+        let next = state.repeat.as_ref().or_else(|| state.turns.front());
+        matches!(next, Some(Turn::ToolCalls { .. }))
+    }
+
     fn next_turn(&self) -> Option<Turn> {
         let mut state = lock(&self.script);
         match &state.repeat {
@@ -105,6 +112,12 @@ pub(crate) fn router(shared: Arc<Shared>) -> Router {
         .fallback(not_found)
         .layer(DefaultBodyLimit::max(BODY_LIMIT))
         .with_state(shared)
+}
+
+fn offers_tools(body: &Value) -> bool {
+    body.get("tools")
+        .and_then(Value::as_array)
+        .is_some_and(|tools| !tools.is_empty())
 }
 
 fn json_response(status: StatusCode, body: String) -> Response {
@@ -220,13 +233,30 @@ async fn chat_completions(
             );
         }
     };
-    if shared.like == Server::LlamaCppPython
-        && let Some(message) = llama_cpp_python(&body)
-    {
-        tracing::debug!(request = number, error = %message, "scripted LLM failed like llama-cpp-python");
-        // Its error handler's body: `{"error": {...}}`, compact, in this key order.
-        let body = wire::error_body(&message, "internal_server_error", None, None);
-        return json_response(StatusCode::INTERNAL_SERVER_ERROR, body);
+    if shared.like == Server::LlamaCppPython {
+        let streamed = body.get("stream").and_then(Value::as_bool).unwrap_or(false);
+        let failure = llama_cpp_python(&body).or_else(|| {
+            // Its `chatml-function-calling` handler cannot stream a turn in which it
+            // chooses a tool: "Automatic streaming tool choice is not supported".
+            (streamed && offers_tools(&body) && shared.next_turn_calls_tools())
+                .then(|| "Automatic streaming tool choice is not supported".to_owned())
+        });
+        if let Some(message) = failure {
+            tracing::debug!(request = number, error = %message, streamed, "scripted LLM failed like llama-cpp-python");
+            if streamed {
+                // A streamed request fails after its headers (the server's event
+                // publisher raises): 200, and the stream ends with no chunk.
+                return (
+                    StatusCode::OK,
+                    [(header::CONTENT_TYPE, "text/event-stream")],
+                    "",
+                )
+                    .into_response();
+            }
+            // Its error handler's body: `{"error": {...}}`, compact, in this key order.
+            let body = wire::error_body(&message, "internal_server_error", None, None);
+            return json_response(StatusCode::INTERNAL_SERVER_ERROR, body);
+        }
     }
     if let Err(invalid) = validate(&body) {
         tracing::debug!(request = number, error = %invalid.message, "scripted LLM rejected a request");

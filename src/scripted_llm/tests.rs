@@ -976,7 +976,7 @@ mod with_async_openai {
 }
 
 #[tokio::test]
-async fn like_llama_cpp_python_it_answers_500_to_what_it_cannot_read() {
+async fn like_llama_cpp_python_it_fails_on_what_it_cannot_read() {
     let llm = ScriptedLlm::start(Script::new([Turn::text("ok")]).like(Server::LlamaCppPython))
         .await
         .unwrap();
@@ -1006,10 +1006,15 @@ async fn like_llama_cpp_python_it_answers_500_to_what_it_cannot_read() {
             "",
         ),
     ];
-    for (body, message) in refused {
+    for (mut body, message) in refused {
+        // Streamed, the request fails after the headers: 200, and no chunk at all.
+        let response = post(&llm, &body).await;
+        assert_eq!(response.status(), 200);
+        assert_eq!(response.text().await.unwrap(), "");
+        // Whole, its error handler's JSONResponse, byte for byte.
+        body["stream"] = false.into();
         let response = post(&llm, &body).await;
         assert_eq!(response.status(), 500);
-        // Its error handler's JSONResponse, byte for byte.
         assert_eq!(
             response.text().await.unwrap(),
             format!(
@@ -1028,7 +1033,31 @@ async fn like_llama_cpp_python_it_answers_500_to_what_it_cannot_read() {
     let response = post(&llm, &body).await;
     assert_eq!(response.status(), 200);
     assert_eq!(chunks(&response.text().await.unwrap()).len(), 3);
-    assert_eq!(llm.requests().len(), 4);
+    assert_eq!(llm.requests().len(), 7);
+    llm.stop().await;
+}
+
+#[tokio::test]
+async fn like_llama_cpp_python_a_turn_that_calls_a_tool_is_not_streamed() {
+    let call = ToolCallSpec::new("c1", "f", "{}");
+    let llm =
+        ScriptedLlm::start(Script::new([Turn::tool_calls([call])]).like(Server::LlamaCppPython))
+            .await
+            .unwrap();
+    let mut body = streaming(json!([user("hi")]));
+    body["tools"] =
+        json!([{"type": "function", "function": {"name": "f", "parameters": {"type": "object"}}}]);
+    // "Automatic streaming tool choice is not supported": the stream ends unbegun,
+    // and the turn is still there for the same request, whole.
+    let response = post(&llm, &body).await;
+    assert_eq!(response.status(), 200);
+    assert_eq!(response.text().await.unwrap(), "");
+    body["stream"] = false.into();
+    let whole: Value = post(&llm, &body).await.json().await.unwrap();
+    assert_eq!(
+        whole["choices"][0]["message"]["tool_calls"][0]["function"]["name"],
+        "f"
+    );
     llm.stop().await;
 }
 

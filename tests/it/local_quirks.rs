@@ -96,15 +96,25 @@ async fn llama_cpp_python_takes_the_turn_that_carries_a_tool_result() {
     completed_showing(&events, FINAL);
     assert_eq!(statuses(&events), ["ok"]);
     let llm = app.llm.as_ref().unwrap();
-    assert_eq!(llm.requests().len(), 2, "nothing refused");
-    let sent = messages(&app, 1);
+    // Its handler cannot stream a turn that chooses a tool: the stream ends before its
+    // first chunk, and the same request is asked whole; the turn after the result
+    // streams.
+    let requests = llm.requests();
+    assert_eq!(requests.len(), 3, "the call's turn asked again, whole");
+    assert_eq!(requests[0].body["stream"], true);
+    assert_eq!(requests[1].body["stream"], false);
+    assert_eq!(requests[1].body["messages"], requests[0].body["messages"]);
+    assert_eq!(requests[2].body["stream"], true);
+    let sent = messages(&app, 2);
     let call = sent.iter().find(|m| m["role"] == "assistant").unwrap();
     assert_eq!(call["content"], "", "{call}");
     let result = sent.iter().find(|m| m["role"] == "tool").unwrap();
     assert_eq!(result["name"], "resos__getTables", "{result}");
 
-    // The same request without `content` is what the server answers 500 to.
-    let mut body = llm.requests()[1].body.clone();
+    // The same request without `content` is what the server answers 500 to (whole;
+    // streamed, it fails after its headers).
+    let mut body = llm.requests()[2].body.clone();
+    body["stream"] = false.into();
     for message in body["messages"].as_array_mut().unwrap() {
         if message["role"] == "assistant" {
             message.as_object_mut().unwrap().remove("content");
@@ -225,14 +235,24 @@ async fn a_required_tool_call_refused_with_500_is_asked_again_as_auto_and_rememb
     completed_showing(&events, FINAL);
     assert_eq!(statuses(&events), ["ok"]);
     let requests = app.llm.as_ref().unwrap().requests();
-    assert_eq!(requests.len(), 3, "one refusal, then tool_choice auto");
+    // Streamed, the required call fails after the headers; whole, it is the 500 it
+    // is; asked again with "auto", whole, it is taken; the next turn streams.
+    assert_eq!(requests.len(), 4, "one refusal, then tool_choice auto");
     assert_eq!(requests[0].body["tool_choice"], "required");
-    for taken in &requests[1..] {
+    assert_eq!(requests[0].body["stream"], true);
+    assert_eq!(requests[1].body["tool_choice"], "required");
+    assert_eq!(requests[1].body["stream"], false);
+    for taken in &requests[2..] {
         assert_eq!(taken.body["tool_choice"], "auto");
-        // Only the choice changed: usage is still asked for, results still named.
-        assert!(taken.body.get("stream_options").is_some(), "{}", taken.body);
     }
-    let result = messages(&app, 2)
+    assert_eq!(requests[2].body["stream"], false);
+    // Only the choice changed: usage is still asked for, results still named.
+    assert!(
+        requests[3].body.get("stream_options").is_some(),
+        "{}",
+        requests[3].body
+    );
+    let result = messages(&app, 3)
         .into_iter()
         .find(|m| m["role"] == "tool")
         .unwrap();
@@ -243,8 +263,8 @@ async fn a_required_tool_call_refused_with_500_is_asked_again_as_auto_and_rememb
     let events = app.ask(&token, "And now?", None).await.rest().await;
     completed_showing(&events, "Still 20.");
     let requests = app.llm.as_ref().unwrap().requests();
-    assert_eq!(requests.len(), 4, "not refused again");
-    assert_eq!(requests[3].body["tool_choice"], "auto");
+    assert_eq!(requests.len(), 5, "not refused again");
+    assert_eq!(requests[4].body["tool_choice"], "auto");
     app.stop().await;
 }
 

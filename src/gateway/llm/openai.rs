@@ -602,6 +602,45 @@ fn root_cause(error: &(dyn std::error::Error + 'static)) -> String {
 }
 
 impl OpenAiModel {
+    /// The answer as one response (`stream: false`), as the one chunk it amounts to;
+    /// a refusal of the shape is met as for a stream (a 500 to a required call:
+    /// asked again with `"auto"`).
+    async fn whole(&self, request: &ChatRequest, shape: Shape) -> Result<Chunk, ModelError> {
+        let unstreamed = |shape: Shape| {
+            let mut body = self.body(request, shape);
+            body["stream"] = false.into();
+            if let Some(body) = body.as_object_mut() {
+                body.remove("stream_options");
+            }
+            body
+        };
+        let body = unstreamed(shape);
+        let sent_required = body["tool_choice"] == "required";
+        let answer = match self.complete(body).await {
+            Ok(answer) => answer,
+            Err(refused) => match shape.after(&refused, sent_required) {
+                Some(retry) => {
+                    let answer = self
+                        .complete(unstreamed(retry))
+                        .await
+                        .map_err(|_| refused.clone())?;
+                    self.remember(retry, &refused);
+                    answer
+                }
+                None => return Err(refused),
+            },
+        };
+        Ok(as_chunk(answer))
+    }
+
+    async fn complete(&self, body: Value) -> Result<Value, ModelError> {
+        self.client
+            .chat()
+            .create_byot::<Value, Value>(body)
+            .await
+            .map_err(error)
+    }
+
     async fn open(
         &self,
         body: Value,
@@ -615,6 +654,33 @@ impl OpenAiModel {
             .await
             .map_err(error)
     }
+}
+
+/// A whole `chat.completion` as the one streamed chunk it amounts to: its message as
+/// the delta (each tool call with its index), its finish reason and usage.
+fn as_chunk(mut completion: Value) -> Chunk {
+    let mut choices = Vec::new();
+    if let Some(all) = completion["choices"].as_array_mut() {
+        for choice in all {
+            let mut delta = choice["message"].take();
+            if let Some(calls) = delta["tool_calls"].as_array_mut() {
+                for (index, call) in calls.iter_mut().enumerate() {
+                    call["index"] = index.into();
+                    // Some servers give the arguments as an object, not JSON text.
+                    let arguments = &mut call["function"]["arguments"];
+                    if !arguments.is_string() && !arguments.is_null() {
+                        *arguments = arguments.to_string().into();
+                    }
+                }
+            }
+            choices.push(json!({ "delta": delta, "finish_reason": choice["finish_reason"] }));
+        }
+    }
+    let chunk = json!({ "choices": choices, "usage": completion["usage"] });
+    serde_json::from_value(chunk).unwrap_or(Chunk {
+        choices: Vec::new(),
+        usage: None,
+    })
 }
 
 impl ChatModel for OpenAiModel {
@@ -646,8 +712,26 @@ impl ChatModel for OpenAiModel {
                     None => return Err(refused),
                 },
             };
+            // A stream that ends before its first chunk is a server that failed on
+            // the request after its headers: llama-cpp-python does so for every error
+            // of a streamed request, and cannot stream a turn in which its
+            // `chatml-function-calling` handler chooses a tool ("Automatic streaming
+            // tool choice is not supported"). The same request, whole, is asked once.
+            let mut chunks = chunks;
+            let first = chunks.next().await;
+            let opened = match first {
+                Some(Ok(chunk)) => futures::stream::iter([Ok(chunk)]).chain(chunks).boxed(),
+                Some(Err(_)) | None => {
+                    tracing::info!(
+                        model = %self.settings.model,
+                        "the stream ended before its first chunk; asking for the whole answer at once"
+                    );
+                    let whole = self.whole(&request, shape).await?;
+                    futures::stream::iter([Ok(whole)]).boxed()
+                }
+            };
             let mut decoder = Decoder::default();
-            let events = chunks
+            let events = opened
                 .flat_map(move |chunk| {
                     let events: Vec<Result<ModelEvent, ModelError>> = match chunk {
                         Ok(chunk) => decoder.events(chunk).into_iter().map(Ok).collect(),
