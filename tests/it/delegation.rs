@@ -30,19 +30,11 @@ on_both_databases!(
 /// token exchanged by the gateway for the MCP server, then by the MCP role for the
 /// backend.
 async fn backend_token_of(app: &TestApp, username: &str) -> String {
-    let person = person_tokens(app, username, "openid chat.read chat.write").await;
-    let (status, hop1) = exchange_as(
-        app,
-        "maitred-gateway",
-        person["access_token"].as_str().unwrap(),
-        &[],
-    )
-    .await;
-    assert_eq!(status, 200, "{hop1}");
+    let hop1 = mcp_token_of(app, username).await;
     let (status, hop2) = exchange_as(
         app,
         "maitred-mcp",
-        hop1["access_token"].as_str().unwrap(),
+        &hop1,
         &[("resource", &app.settings.backend_resource())],
     )
     .await;
