@@ -75,7 +75,8 @@ pub async fn authenticate(
     Ok(principal)
 }
 
-fn bearer_token(parts: &Parts) -> Result<&str, AuthErrorKind> {
+/// The request's bearer token, as sent.
+pub fn bearer_token(parts: &Parts) -> Result<&str, AuthErrorKind> {
     let Some(value) = parts.headers.get(AUTHORIZATION) else {
         return Err(AuthErrorKind::MissingToken);
     };

@@ -8,6 +8,6 @@ mod remembered;
 mod verifier;
 
 pub use error::{AuthError, AuthErrorKind};
-pub use extract::{RequiredScope, Scoped, authenticate};
+pub use extract::{RequiredScope, Scoped, authenticate, bearer_token};
 pub use jwks::JwksCache;
 pub use verifier::{Principal, TokenVerifier, VerifierConfig};

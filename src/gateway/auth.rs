@@ -12,7 +12,7 @@ use subtle::ConstantTimeEq;
 use super::GatewayState;
 use super::error::GatewayError;
 use super::ids::Subject;
-use crate::auth::{AuthErrorKind, Principal, authenticate};
+use crate::auth::{AuthErrorKind, Principal, authenticate, bearer_token};
 
 pub(super) const CSRF_HEADER: &str = "x-csrf-token";
 
@@ -91,12 +91,9 @@ where
                     "the token's subject is in the namespace kept for clients",
                 )
             })?;
-            let credential = parts
-                .headers
-                .get(header::AUTHORIZATION)
-                .and_then(|v| v.to_str().ok())
-                .and_then(|v| v.split_once(' '))
-                .map(|(_, token)| SecretString::from(token.trim().to_owned()));
+            let credential = bearer_token(parts)
+                .ok()
+                .map(|token| SecretString::from(token.to_owned()));
             ChatUser {
                 subject,
                 name: principal.name,

@@ -26,7 +26,7 @@ use super::metrics::{McpMetrics, Outcome};
 use super::progress::Progress;
 use super::sealed_state::StateSeal;
 use super::tools;
-use crate::auth::Principal;
+use crate::auth::{Principal, bearer_token};
 use crate::trace_context::TraceContext;
 
 /// The `_meta` key under which a caller may name the end user it acts for. It is
@@ -106,13 +106,10 @@ fn person_token(
     if caller.roles.is_empty() && caller.actors.is_empty() {
         return None;
     }
-    ctx.extensions
-        .get::<axum::http::request::Parts>()
-        .and_then(|parts| parts.headers.get(axum::http::header::AUTHORIZATION))
-        .and_then(|value| value.to_str().ok())
-        .and_then(|value| value.split_once(' '))
-        .filter(|(scheme, _)| scheme.eq_ignore_ascii_case("bearer"))
-        .map(|(_, token)| SecretString::from(token.trim().to_owned()))
+    let parts = ctx.extensions.get::<axum::http::request::Parts>()?;
+    bearer_token(parts)
+        .ok()
+        .map(|token| SecretString::from(token.to_owned()))
 }
 
 /// The tool call's own span in the trace: a child of the caller's `_meta.traceparent`
