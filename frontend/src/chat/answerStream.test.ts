@@ -83,6 +83,22 @@ describe("AnswerStream", () => {
     expect(ended).toEqual([{ kind: "done" }]);
   });
 
+  it("keeps the last id across an event that sets none, and resumes from it", async () => {
+    const first = fakeBody();
+    const second = fakeBody();
+    net.queue(first.response);
+    net.queue(second.response);
+    follow();
+    first.send(sse(1, "meta", META) + sse(2, "token", { text: "A" }) + 'event: token\ndata: {"text":"B"}\n\n');
+    await until(() => events.length === 3, "three events");
+    first.drop();
+    await until(() => net.calls.length === 2, "a resume request");
+    expect(headerOf(net.calls[1]!.init, "Last-Event-ID")).toBe("2");
+    second.send(sse(3, "done", { finish_reason: "stop" }));
+    await until(() => ended.length === 1, "the end");
+    expect(text()).toBe("AB");
+  });
+
   it("sends the question with the CSRF token", async () => {
     const body = fakeBody();
     net.queue(body.response);

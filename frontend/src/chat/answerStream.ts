@@ -4,7 +4,7 @@
 
 import { HttpError, NetworkError } from "../api/http";
 import type { ChatEvent } from "../api/types";
-import { readEventStream, SseParser, type SseEvent } from "../sse/parser";
+import { readEventStream, type SseEvent } from "../sse/parser";
 
 const EVENT_NAMES = new Set<ChatEvent["type"]>([
   "meta",
@@ -145,8 +145,11 @@ export class AnswerStream {
         }
         attempt = 0;
         this.touch(controller);
-        const parser = new SseParser({ onEvent: (raw) => this.receive(raw, controller) });
-        await readEventStream(response.body, parser, () => this.touch(controller));
+        await readEventStream(
+          response.body,
+          (raw) => this.receive(raw, controller),
+          () => this.touch(controller),
+        );
       } catch (error) {
         if (this.closed || this.finished) return;
         const fatal =
