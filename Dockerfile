@@ -17,8 +17,8 @@ FROM rust:1.95-slim-bookworm AS build
 WORKDIR /src
 COPY Cargo.toml Cargo.lock ./
 COPY src src
-COPY migrations migrations
-COPY templates templates
+# The workspace's crates, with their migrations and templates.
+COPY crates crates
 # Cargo reads every target the manifest declares, benchmarks included.
 COPY benches benches
 COPY --from=ui /src/frontend/dist frontend/dist

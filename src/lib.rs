@@ -1,23 +1,22 @@
-//! maitred: a streaming chat gateway for tool-using LLMs. This crate holds every
-//! role; `maitred <role>` runs one, `maitred all` runs them all in one process.
+//! maitred: a streaming chat gateway for tool-using LLMs. This crate is the binary's
+//! wiring: [`app::App::bind`] starts any set of roles in one process, for `main` and
+//! for the tests alike. Each role is its own crate, re-exported here under the name
+//! the tests and benches use:
+//!
+//! - [`protocol`]: the chat stream's ids and events (depends on no crate of ours);
+//! - [`core`](maitred_core): settings, HTTP serving, token checks, the database;
+//! - [`identity`], [`backend`], [`mcp`] and [`gateway`]: the roles;
+//! - [`llm`]: the model port and the OpenAI-compatible client the gateway drives.
 
 pub mod app;
-pub mod auth;
-pub mod backend;
-pub mod cli;
-pub mod db;
-pub mod delegation;
-pub mod gateway;
-pub mod http;
-pub mod http_client;
-pub mod identity;
-pub mod issuer;
-pub mod mcp;
-pub mod metrics;
-pub mod oauth_client;
-pub mod random;
-pub mod scripted_llm;
-pub mod settings;
-pub mod shutdown;
-pub mod telemetry;
-pub mod trace_context;
+
+pub use maitred_backend as backend;
+pub use maitred_core::{
+    auth, cli, db, delegation, http, http_client, issuer, metrics, oauth_client, random, settings,
+    shutdown, telemetry, trace_context,
+};
+pub use maitred_gateway as gateway;
+pub use maitred_identity as identity;
+pub use maitred_llm as llm;
+pub use maitred_mcp_server as mcp;
+pub use maitred_protocol as protocol;

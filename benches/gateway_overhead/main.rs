@@ -1,6 +1,7 @@
 //! What the gateway adds to a streamed answer. Every part runs as its own process,
-//! as deployed: the scripted upstream (`maitred scripted-llm`), the backend, the MCP
-//! role and the gateway (release builds), with this process as the client.
+//! as deployed: the scripted upstream (`scripted-llm`: build it first with
+//! `cargo build --release -p maitred-scripted-llm`), the backend, the MCP role and the
+//! gateway (release builds), with this process as the client.
 //!
 //! - Time to first token and the gap between tokens, for a client streaming straight
 //!   from the upstream beside one streaming through the gateway's chat endpoint (no

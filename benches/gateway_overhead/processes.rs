@@ -56,6 +56,26 @@ impl Stack {
         self.wrapped_command(&[], args, log)
     }
 
+    /// The scripted upstream's binary, built beside maitred's (it is a dev tool of
+    /// its own crate, so cargo does not build it for this bench).
+    fn scripted_llm(&self, args: &[&str], log: &str) -> anyhow::Result<Command> {
+        let binary = Path::new(env!("CARGO_BIN_EXE_maitred")).with_file_name("scripted-llm");
+        if !binary.exists() {
+            bail!(
+                "{} is missing: build it first with `cargo build --release -p maitred-scripted-llm`",
+                binary.display()
+            );
+        }
+        let mut command = Command::new(binary);
+        command
+            .args(args)
+            .stdin(Stdio::null())
+            .stdout(self.log(&format!("{log}.out"))?)
+            .stderr(self.log(&format!("{log}.log"))?)
+            .kill_on_drop(true);
+        Ok(command)
+    }
+
     /// `wrapper` (a profiler's command line, say) runs the binary with `args`.
     fn wrapped_command(
         &self,
@@ -119,9 +139,8 @@ impl Stack {
         std::fs::write(&file, serde_json::to_vec(script)?)?;
         let port = free_port();
         let child = self
-            .command(
+            .scripted_llm(
                 &[
-                    "scripted-llm",
                     "--script",
                     file.to_str().context("path")?,
                     "--port",

@@ -204,7 +204,7 @@ impl App {
             }
             Role::Gateway => {
                 let db = self.db.clone().context("the gateway needs its database")?;
-                let model = gateway::model(settings, http_client::streaming()?);
+                let model = gateway::model(settings, http_client::streaming()?)?;
                 let (router, _) =
                     gateway::router(settings, db, model, stop, self.tasks.clone()).await?;
                 tracing::info!(

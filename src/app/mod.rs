@@ -4,8 +4,6 @@
 mod build;
 mod roles;
 
-use std::net::SocketAddr;
-
 use anyhow::Context;
 
 pub use build::{App, Bound, Role};
@@ -67,10 +65,6 @@ pub async fn run(cli: Cli) -> anyhow::Result<()> {
             Ok(())
         }
         Some(Command::Token(args)) => print_token(&args).await,
-        Some(Command::ScriptedLlm(args)) => {
-            let addr = SocketAddr::new(args.bind, args.port);
-            crate::scripted_llm::serve_from_file(&args.script, addr).await
-        }
     }
 }
 

@@ -4,7 +4,7 @@
 
 use std::time::Duration;
 
-use maitred::scripted_llm::{Script, ToolCallSpec, Turn};
+use maitred_scripted_llm::{Script, ToolCallSpec, Turn};
 use serde_json::{Value, json};
 
 use crate::browser::Browser;

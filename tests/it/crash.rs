@@ -6,8 +6,8 @@
 use std::time::Duration;
 
 use maitred::db::Db;
-use maitred::scripted_llm::{Script, ScriptedLlm, Turn};
 use maitred::settings::sqlite_url;
+use maitred_scripted_llm::{Script, ScriptedLlm, Turn};
 
 use crate::helpers::{SseReader, answer};
 use crate::process::{Maitred, Ports, ask};

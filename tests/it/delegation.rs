@@ -8,8 +8,8 @@ use serde_json::{Value, json};
 
 use std::collections::BTreeMap;
 
-use maitred::scripted_llm::{Script, ToolCallSpec, Turn};
 use maitred::settings::gateway_file::RolePolicy;
+use maitred_scripted_llm::{Script, ToolCallSpec, Turn};
 use rmcp::model::{
     CallToolRequestParams, ReadResourceRequestParams, RequestMetaObject, ResourceContents,
 };

@@ -4,8 +4,8 @@
 //! 0, and a model served with no tool calling at all (`tool_calls = "text"`). In every
 //! case the tool runs and none of the call's JSON reaches the person as answer text.
 
-use maitred::gateway::llm::text_calls::ToolCallMode;
-use maitred::scripted_llm::{Script, ToolCallSpec, Turn};
+use maitred::llm::text_calls::ToolCallMode;
+use maitred_scripted_llm::{Script, ToolCallSpec, Turn};
 
 use crate::helpers::{Database, Llm, SseEvent, TestApp, answer, of};
 

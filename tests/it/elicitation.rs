@@ -8,9 +8,9 @@ use std::net::Ipv4Addr;
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
-use maitred::scripted_llm::{Script, ToolCallSpec, Turn};
 use maitred::settings::RedisSettings;
 use maitred::settings::mcp_servers::ServerConfig;
+use maitred_scripted_llm::{Script, ToolCallSpec, Turn};
 use rmcp::model::{
     CallToolRequestParams, CallToolResponse, CallToolResult, ClientResult, ContentBlock,
     DiscoverRequestMethod, DiscoverResult, ElicitRequest, ElicitRequestParams, ElicitResult,

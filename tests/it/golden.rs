@@ -7,7 +7,7 @@
 //! `MAITRED_WRITE_GOLDEN=1 cargo test --test it golden` rewrites the expected file
 //! after an intended change of the stream.
 
-use maitred::scripted_llm::{Script, ToolCallSpec, Turn};
+use maitred_scripted_llm::{Script, ToolCallSpec, Turn};
 use serde_json::Value;
 
 use crate::helpers::{Database, Llm, TestApp};

@@ -24,8 +24,8 @@ use std::io::Write as _;
 use std::sync::Arc;
 use std::sync::atomic::{AtomicUsize, Ordering};
 
-use maitred::gateway::llm::text_calls::{CLOSE_MARKER, OPEN_MARKER, ToolCallMode};
-use maitred::scripted_llm::{Script, ToolCallSpec, Turn};
+use maitred::llm::text_calls::{CLOSE_MARKER, OPEN_MARKER, ToolCallMode};
+use maitred_scripted_llm::{Script, ToolCallSpec, Turn};
 use serde_json::{Value, json};
 
 use crate::helpers::{Database, Llm, SseEvent, TestApp, answer, of};
@@ -551,7 +551,7 @@ fn judge(mode: Mode, case: &Case, events: &[SseEvent], answered: &str) -> Vec<St
 }
 
 /// How tool output reached the model: as tool output, in every request.
-fn marked(mode: ToolCallMode, requests: &[maitred::scripted_llm::RecordedRequest]) -> Vec<String> {
+fn marked(mode: ToolCallMode, requests: &[maitred_scripted_llm::RecordedRequest]) -> Vec<String> {
     let mut breaches = Vec::new();
     let mut results = 0;
     for request in requests {

@@ -4,8 +4,8 @@
 
 use std::time::Duration;
 
-use maitred::scripted_llm::{Script, ToolCallSpec, Turn};
 use maitred::settings::ModelProfile;
+use maitred_scripted_llm::{Script, ToolCallSpec, Turn};
 
 use crate::helpers::{Database, Llm, TestApp, answer, of};
 

@@ -5,9 +5,9 @@
 //! way a small model writes a call as text, on a question's first turn and on a later
 //! one. In each case the answer completes and no call text reaches the person.
 
-use maitred::gateway::llm::text_calls::ToolCallMode;
-use maitred::scripted_llm::{Script, Server, ToolCallSpec, Turn};
+use maitred::llm::text_calls::ToolCallMode;
 use maitred::settings::ModelProfile;
+use maitred_scripted_llm::{Script, Server, ToolCallSpec, Turn};
 use serde_json::{Value, json};
 
 use crate::helpers::{Database, Llm, SseEvent, TestApp, answer, of};

@@ -10,7 +10,7 @@ use std::process::{Child, Command, Stdio};
 use std::time::{Duration, Instant};
 
 use maitred::http::client_ip::{ForwardedHeader, TrustedProxies};
-use maitred::scripted_llm::{Script, Turn};
+use maitred_scripted_llm::{Script, Turn};
 use serde_json::Value;
 
 use crate::helpers::{Database, Llm, TestApp};

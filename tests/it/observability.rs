@@ -489,8 +489,8 @@ async fn handlers_read_the_requests_trace_context() {
 /// call and a fallback.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn the_gateway_counts_answers_models_and_tools() {
-    use maitred::scripted_llm::{Script, ToolCallSpec, Turn};
     use maitred::settings::gateway_file::FallbackConfig;
+    use maitred_scripted_llm::{Script, ToolCallSpec, Turn};
 
     let script = Script::new([
         Turn::status(500),
@@ -607,7 +607,7 @@ async fn the_gateway_counts_answers_models_and_tools() {
 /// backend: one question, one trace.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_questions_trace_reaches_the_backend_through_mcp() {
-    use maitred::scripted_llm::{Script, ToolCallSpec, Turn};
+    use maitred_scripted_llm::{Script, ToolCallSpec, Turn};
 
     let (backend, seen) = recording_backend().await;
     let script = Script::new([

@@ -3,7 +3,7 @@
 //! format, tool activity on the extra `maitred` field, errors in OpenAI's shape, and
 //! write tools refused since nobody can approve them here.
 
-use maitred::scripted_llm::{Script, ToolCallSpec, Turn};
+use maitred_scripted_llm::{Script, ToolCallSpec, Turn};
 use serde_json::{Value, json};
 
 use crate::helpers::{Database, Llm, SseReader, TestApp};

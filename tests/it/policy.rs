@@ -4,8 +4,8 @@
 use std::collections::BTreeMap;
 use std::time::Duration;
 
-use maitred::scripted_llm::{Script, ToolCallSpec, Turn};
 use maitred::settings::gateway_file::RolePolicy;
+use maitred_scripted_llm::{Script, ToolCallSpec, Turn};
 use serde_json::{Value, json};
 
 use crate::helpers::{Database, Llm, TestApp, of, own_mcp_server};

@@ -12,7 +12,7 @@ use std::process::{Child, Command, Stdio};
 use std::time::{Duration, Instant};
 
 use maitred::db::Db;
-use maitred::scripted_llm::{Script, ScriptedLlm, ToolCallSpec, Turn};
+use maitred_scripted_llm::{Script, ScriptedLlm, ToolCallSpec, Turn};
 use serde_json::{Value, json};
 
 use crate::helpers::{Database, SseEvent, SseReader, answer};

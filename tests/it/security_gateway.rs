@@ -3,8 +3,8 @@
 
 use std::time::Duration;
 
-use maitred::scripted_llm::{Script, ToolCallSpec, Turn};
 use maitred::settings::mcp_servers::ServerConfig;
+use maitred_scripted_llm::{Script, ToolCallSpec, Turn};
 use serde_json::{Value, json};
 
 use crate::browser::{Browser, SignedIn};

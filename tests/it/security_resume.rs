@@ -7,8 +7,8 @@
 
 use std::time::{Duration, Instant};
 
-use maitred::scripted_llm::{Script, Turn};
 use maitred::settings::RedisSettings;
+use maitred_scripted_llm::{Script, Turn};
 use serde_json::Value;
 
 use crate::helpers::{Database, Llm, SseEvent, SseReader, TestApp};

@@ -7,8 +7,8 @@
 
 use std::time::{Duration, Instant};
 
-use maitred::scripted_llm::{Script, Turn};
 use maitred::settings::HttpTimeouts;
+use maitred_scripted_llm::{Script, Turn};
 use serde_json::{Value, json};
 use tokio::io::{AsyncRead, AsyncReadExt, AsyncWriteExt};
 use tokio::net::TcpStream;

@@ -4,7 +4,7 @@
 
 use std::time::Duration;
 
-use maitred::scripted_llm::{Script, Turn};
+use maitred_scripted_llm::{Script, Turn};
 
 use crate::helpers::{Database, Llm, SseEvent, TestApp, answer};
 

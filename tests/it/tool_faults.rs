@@ -12,8 +12,8 @@ use axum::body::Body;
 use axum::extract::{Request, State};
 use axum::http::{HeaderValue, StatusCode};
 use axum::response::{IntoResponse, Response};
-use maitred::scripted_llm::{Script, ToolCallSpec, Turn};
 use maitred::settings::mcp_servers::AuthConfig;
+use maitred_scripted_llm::{Script, ToolCallSpec, Turn};
 use serde_json::Value;
 use tokio::net::TcpListener;
 

@@ -4,8 +4,8 @@
 
 use std::time::Duration;
 
-use maitred::scripted_llm::{Script, Turn};
 use maitred::settings::gateway_file::FallbackConfig;
+use maitred_scripted_llm::{Script, Turn};
 use serde_json::Value;
 
 use crate::helpers::{Database, Llm, SseEvent, TestApp, answer};

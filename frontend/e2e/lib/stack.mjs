@@ -24,6 +24,13 @@ export function maitredBinary() {
   return join(resolve(repoRoot, target), 'debug', 'maitred');
 }
 
+/** The scripted upstream's binary: SCRIPTED_LLM_BIN, else the debug build beside maitred's. */
+export function scriptedLlmBinary() {
+  if (process.env.SCRIPTED_LLM_BIN) return process.env.SCRIPTED_LLM_BIN;
+  const target = process.env.CARGO_TARGET_DIR ?? join(repoRoot, 'target');
+  return join(resolve(repoRoot, target), 'debug', 'scripted-llm');
+}
+
 /** The built UI that the gateway serves. */
 export function uiDir() {
   return process.env.MAITRED_UI_DIR ?? join(repoRoot, 'frontend', 'dist');
@@ -44,7 +51,7 @@ async function waitReady(url, child, logPath, timeoutMs = 60_000) {
   const deadline = Date.now() + timeoutMs;
   while (Date.now() < deadline) {
     if (child.spawnError) {
-      throw new Error(`cannot run ${maitredBinary()} (build it, or set MAITRED_BIN): ${child.spawnError.message}`);
+      throw new Error(`cannot run ${child.spawnfile} (build it, or set MAITRED_BIN / SCRIPTED_LLM_BIN): ${child.spawnError.message}`);
     }
     if (child.exitCode !== null) {
       throw new Error(`${url}: the process exited (${child.exitCode})\n${await tail(logPath)}`);
@@ -75,9 +82,9 @@ process.once('exit', () => {
   for (const child of running) child.kill('SIGKILL');
 });
 
-function launch(args, { cwd, env, logPath }) {
+function launch(args, { cwd, env, logPath, binary = maitredBinary() }) {
   const log = createWriteStream(logPath);
-  const child = spawn(maitredBinary(), args, {
+  const child = spawn(binary, args, {
     cwd,
     env: { ...process.env, ...env },
     stdio: ['ignore', 'pipe', 'pipe'],
@@ -104,7 +111,7 @@ async function stop(child) {
 
 /**
  * Starts maitred with the offline model, or, given a `script` (the JSON format
- * documented in src/scripted_llm/mod.rs), with the scripted upstream as its model.
+ * documented in crates/scripted-llm/src/lib.rs), with the scripted upstream as its model.
  * With `proxy`, the browser reaches the gateway through a proxy that can cut its
  * event streams (see proxy.mjs), and the gateway knows the proxy as its public URL.
  *
@@ -123,7 +130,8 @@ export async function startStack({ script, proxy = false, env = {} } = {}) {
       await writeFile(scriptPath, JSON.stringify(script));
       const port = await freePort();
       scriptedLog = join(work, 'scripted-llm.log');
-      const llm = launch(['scripted-llm', '--script', scriptPath, '--port', String(port)], {
+      const llm = launch(['--script', scriptPath, '--port', String(port)], {
+        binary: scriptedLlmBinary(),
         cwd: work,
         env: {},
         logPath: scriptedLog,

@@ -1,5 +1,5 @@
 // Generated from the gateway's Rust types by `MAITRED_WRITE_BINDINGS=1 cargo test bindings`
-// (src/gateway/bindings.rs). Do not edit: change the Rust types instead.
+// (crates/gateway/src/bindings.rs). Do not edit: change the Rust types instead.
 
 export type ConversationId = string;
 

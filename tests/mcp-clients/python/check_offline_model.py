@@ -5,9 +5,9 @@ the expected tools of the table's MCP server with the expected arguments, and th
 answer shows the expected facts and no raw JSON.
 
     check_offline_model.py --gateway http://localhost:8081 --token "$CHAT_TOKEN" \\
-        --table src/gateway/llm/testdata/inventory/questions.json \\
+        --table crates/offline-model/testdata/inventory/questions.json \\
         --mcp-url http://127.0.0.1:8090/mcp \\
-        --tools-fixture src/gateway/llm/testdata/inventory/tools.json
+        --tools-fixture crates/offline-model/testdata/inventory/tools.json
 
 With --mcp-url and --tools-fixture it first checks that the server still lists exactly
 the tools in the fixture the Rust tests read. With --record RESULTS it also calls each

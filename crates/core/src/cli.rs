@@ -1,0 +1,453 @@
+//! The command line and the environment, parsed and nothing more: every setting has a
+//! flag and an environment variable, each subcommand takes only the settings it uses,
+//! and `settings::resolve` makes the settings tree out of them. Defaults come from
+//! `settings::defaults`, so `--help` shows the ones the roles run with.
+
+use std::net::IpAddr;
+use std::path::PathBuf;
+
+use clap::{Args, Parser, Subcommand};
+
+use crate::http::client_ip::ForwardedHeader;
+use crate::settings::defaults;
+use crate::settings::span::Span;
+pub use crate::settings::{LogFormat, Mode, ToolCallMode};
+
+#[derive(Debug, Parser)]
+#[command(
+    name = "maitred",
+    version,
+    about = "A streaming chat gateway for tool-using LLMs, with a resOS-compatible reservation backend and a built-in identity provider",
+    args_conflicts_with_subcommands = true
+)]
+pub struct Cli {
+    /// Log format.
+    #[arg(long, env = "MAITRED_LOG_FORMAT", value_enum, default_value_t = LogFormat::Text, global = true)]
+    pub log_format: LogFormat,
+    /// Without a subcommand: every role in one process, as `maitred all`.
+    #[command(flatten)]
+    pub all: Box<AllArgs>,
+    #[command(subcommand)]
+    pub command: Option<Command>,
+}
+
+#[derive(Debug, Subcommand)]
+pub enum Command {
+    /// Run every role in one process (the default).
+    All(Box<AllArgs>),
+    /// Run the backend role: the resOS API and the built-in identity provider.
+    Backend(BackendCommand),
+    /// Run the MCP role: the restaurant's tools over Streamable HTTP (or stdio).
+    Mcp(McpCommand),
+    /// Run the gateway role: the chat API (SSE), conversations and the browser login.
+    Gateway(Box<GatewayCommand>),
+    /// Apply the database migrations and exit.
+    Migrate(StateArgs),
+    /// Get an access token with a client's credentials and print only the token.
+    Token(TokenCommand),
+}
+
+#[derive(Debug, Clone, Args)]
+pub struct AllArgs {
+    #[command(flatten)]
+    pub common: CommonArgs,
+    #[command(flatten)]
+    pub identity: IdentityArgs,
+    #[command(flatten)]
+    pub backend: BackendArgs,
+    #[command(flatten)]
+    pub mcp: McpArgs,
+    #[command(flatten)]
+    pub gateway: GatewayArgs,
+}
+
+#[derive(Debug, Clone, Args)]
+pub struct BackendCommand {
+    #[command(flatten)]
+    pub common: CommonArgs,
+    #[command(flatten)]
+    pub identity: IdentityArgs,
+    #[command(flatten)]
+    pub backend: BackendArgs,
+}
+
+#[derive(Debug, Clone, Args)]
+pub struct McpCommand {
+    #[command(flatten)]
+    pub common: CommonArgs,
+    #[command(flatten)]
+    pub mcp: McpArgs,
+    /// Serve the tools over stdin/stdout (for desktop clients) instead of HTTP. The
+    /// backend credentials come from the environment (MAITRED_MCP_CLIENT_ID/SECRET).
+    #[arg(long)]
+    pub stdio: bool,
+}
+
+#[derive(Debug, Clone, Args)]
+pub struct GatewayCommand {
+    #[command(flatten)]
+    pub common: CommonArgs,
+    #[command(flatten)]
+    pub gateway: GatewayArgs,
+}
+
+/// Where local state and the database are.
+#[derive(Debug, Clone, Args)]
+pub struct StateArgs {
+    /// Directory for all local state (SQLite database, generated dev credentials).
+    #[arg(long, env = "MAITRED_DATA_DIR", default_value = defaults::DATA_DIR)]
+    pub data_dir: PathBuf,
+
+    /// Database URL (sqlite://… or postgres://…); default: SQLite under the data dir.
+    #[arg(long, env = "DATABASE_URL", hide_env_values = true)]
+    pub database_url: Option<String>,
+}
+
+/// Who issues tokens, and where the backend (the built-in issuer) is.
+#[derive(Debug, Clone, Args)]
+pub struct IssuerArgs {
+    /// Port of the backend role.
+    #[arg(long, env = "MAITRED_BACKEND_PORT", default_value_t = defaults::BACKEND_PORT)]
+    pub backend_port: u16,
+
+    /// Public URL of the backend role (default http://localhost:<backend-port>).
+    #[arg(long, env = "MAITRED_BACKEND_URL")]
+    pub backend_url: Option<String>,
+
+    /// An external OIDC issuer (Keycloak, Auth0, Entra…). When set, the built-in
+    /// identity provider is off and every role validates tokens against this issuer.
+    #[arg(long, env = "MAITRED_OIDC_ISSUER")]
+    pub oidc_issuer: Option<String>,
+
+    /// Where the roles reach the issuer from inside a deployment, when its public URL
+    /// does not resolve there (e.g. http://backend:8080 in docker-compose).
+    #[arg(long, env = "MAITRED_ISSUER_INTERNAL_URL")]
+    pub issuer_internal_url: Option<String>,
+}
+
+/// What every serving role needs: the mode, state, and where each role is.
+#[derive(Debug, Clone, Args)]
+pub struct CommonArgs {
+    #[command(flatten)]
+    pub state: StateArgs,
+
+    #[command(flatten)]
+    pub issuer: IssuerArgs,
+
+    /// dev (demo data and credentials) or production (refuses them).
+    #[arg(long, env = "MAITRED_MODE", value_enum, default_value_t = Mode::Dev)]
+    pub mode: Mode,
+
+    /// Address every role listens on.
+    #[arg(long, env = "MAITRED_BIND", default_value = defaults::BIND)]
+    pub bind: IpAddr,
+
+    /// Port of the gateway role.
+    #[arg(long, env = "MAITRED_GATEWAY_PORT", default_value_t = defaults::GATEWAY_PORT)]
+    pub gateway_port: u16,
+
+    /// Port of the MCP role.
+    #[arg(long, env = "MAITRED_MCP_PORT", default_value_t = defaults::MCP_PORT)]
+    pub mcp_port: u16,
+
+    /// Public URL of the gateway role (default http://localhost:<gateway-port>).
+    #[arg(long, env = "MAITRED_GATEWAY_URL")]
+    pub gateway_url: Option<String>,
+
+    /// Public URL of the MCP role (default http://localhost:<mcp-port>).
+    #[arg(long, env = "MAITRED_MCP_URL")]
+    pub mcp_url: Option<String>,
+
+    /// Reverse proxies whose forwarding header names the client, comma-separated
+    /// addresses or CIDR networks (default: none; the TCP peer is the client).
+    #[arg(long, env = "MAITRED_TRUSTED_PROXIES", value_delimiter = ',')]
+    pub trusted_proxies: Vec<String>,
+
+    /// The header the trusted proxies write: x-forwarded-for or forwarded (RFC 7239).
+    #[arg(
+        long,
+        env = "MAITRED_FORWARDED_HEADER",
+        value_enum,
+        default_value_t = ForwardedHeader::XForwardedFor
+    )]
+    pub forwarded_header: ForwardedHeader,
+
+    #[command(flatten)]
+    pub timeouts: TimeoutArgs,
+}
+
+/// How long a slow client may hold a connection (every role).
+#[derive(Debug, Clone, Args)]
+pub struct TimeoutArgs {
+    /// Longest a client may take to send a request's head (also how long a kept-alive
+    /// connection may sit idle); then the connection is closed.
+    #[arg(long, env = "MAITRED_HEADER_READ_TIMEOUT", default_value_t = Span(defaults::HEADER_READ_TIMEOUT))]
+    pub header_read_timeout: Span,
+
+    /// Longest pause while a request body arrives; then 408 and the connection closes.
+    #[arg(long, env = "MAITRED_BODY_IDLE_TIMEOUT", default_value_t = Span(defaults::BODY_IDLE_TIMEOUT))]
+    pub body_idle_timeout: Span,
+
+    /// Longest a whole request body may take to arrive after its head; then 408.
+    #[arg(long, env = "MAITRED_BODY_READ_TIMEOUT", default_value_t = Span(defaults::BODY_READ_TIMEOUT))]
+    pub body_read_timeout: Span,
+
+    /// Longest from a request's head to the end of its response, event streams (SSE)
+    /// aside; then 503.
+    #[arg(long, env = "MAITRED_REQUEST_TIMEOUT", default_value_t = Span(defaults::REQUEST_TIMEOUT))]
+    pub request_timeout: Span,
+}
+
+/// The built-in identity provider (served with the backend).
+#[derive(Debug, Clone, Args)]
+pub struct IdentityArgs {
+    /// TOML file with users and clients of the built-in identity provider.
+    #[arg(long, env = "MAITRED_CONFIG")]
+    pub config: Option<PathBuf>,
+
+    /// Requests per minute one client may make to the token endpoint and the login form.
+    #[arg(long, env = "MAITRED_AUTH_RATE_LIMIT", default_value_t = defaults::AUTH_RATE_LIMIT_PER_MINUTE)]
+    pub auth_rate_limit: u32,
+
+    /// Lifetime of access tokens (`15m`, or seconds).
+    #[arg(long, env = "MAITRED_ACCESS_TOKEN_TTL", default_value_t = Span(defaults::ACCESS_TOKEN_TTL))]
+    pub access_token_ttl: Span,
+
+    /// Longest life of a token issued by token exchange (acting for a person), at
+    /// most 5 minutes; never past the person's own token.
+    #[arg(long, env = "MAITRED_DELEGATED_TOKEN_TTL", default_value_t = Span(defaults::DELEGATED_TOKEN_TTL))]
+    pub delegated_token_ttl: Span,
+}
+
+#[derive(Debug, Clone, Args)]
+pub struct BackendArgs {
+    /// Largest request body the backend accepts, in bytes.
+    #[arg(long, env = "MAITRED_BODY_LIMIT", default_value_t = defaults::BODY_LIMIT)]
+    pub body_limit: usize,
+}
+
+#[derive(Debug, Clone, Args)]
+pub struct McpArgs {
+    /// Where the MCP role reaches the backend (default: the backend's public URL).
+    #[arg(long, env = "MAITRED_MCP_BACKEND_URL")]
+    pub mcp_backend_url: Option<String>,
+
+    /// How long the MCP role waits for the backend before a tool call is "unavailable".
+    #[arg(long, env = "MAITRED_MCP_BACKEND_TIMEOUT", default_value_t = Span(defaults::MCP_BACKEND_TIMEOUT))]
+    pub mcp_backend_timeout: Span,
+
+    /// The MCP role's client id at the issuer (for its backend token).
+    #[arg(long, env = "MAITRED_MCP_CLIENT_ID", default_value = defaults::MCP_CLIENT_ID)]
+    pub mcp_client_id: String,
+
+    /// The MCP role's client secret (default in dev mode: the generated one).
+    #[arg(long, env = "MAITRED_MCP_CLIENT_SECRET", hide_env_values = true)]
+    pub mcp_client_secret: Option<String>,
+
+    /// Host names the MCP endpoint answers to, comma-separated (default: its public
+    /// URL's host and loopback). Other Host headers are refused (DNS rebinding).
+    #[arg(long, env = "MAITRED_MCP_ALLOWED_HOSTS", value_delimiter = ',')]
+    pub mcp_allowed_hosts: Vec<String>,
+
+    /// Browser origins allowed to call the MCP endpoint, comma-separated, with scheme
+    /// (default: the MCP and gateway public URLs and http://localhost:*).
+    #[arg(long, env = "MAITRED_MCP_ALLOWED_ORIGINS", value_delimiter = ',')]
+    pub mcp_allowed_origins: Vec<String>,
+
+    /// Clients whose delegated tokens (a person's token they exchanged, naming them in
+    /// `act`) the MCP role takes, comma-separated; others are refused.
+    #[arg(long, env = "MAITRED_MCP_TRUSTED_ACTORS", value_delimiter = ',', default_value = defaults::MCP_TRUSTED_ACTORS)]
+    pub mcp_trusted_actors: Vec<String>,
+}
+
+#[derive(Debug, Clone, Args)]
+pub struct GatewayArgs {
+    /// Base URL of an OpenAI-compatible API (https://api.openai.com/v1, Groq, OpenRouter,
+    /// Ollama's /v1, vLLM, llama.cpp server…). Unset: the built-in offline model.
+    #[arg(long, env = "MAITRED_LLM_BASE_URL")]
+    pub llm_base_url: Option<String>,
+
+    /// API key for the LLM endpoint.
+    #[arg(long, env = "MAITRED_LLM_API_KEY", hide_env_values = true)]
+    pub llm_api_key: Option<String>,
+
+    /// Model name at the LLM endpoint.
+    #[arg(long, env = "MAITRED_LLM_MODEL", default_value = defaults::LLM_MODEL)]
+    pub llm_model: String,
+
+    /// Sampling temperature (default: the provider's).
+    #[arg(long, env = "MAITRED_LLM_TEMPERATURE")]
+    pub llm_temperature: Option<f32>,
+
+    /// Most tokens one model turn may produce (default: the provider's).
+    #[arg(long, env = "MAITRED_LLM_MAX_TOKENS")]
+    pub llm_max_tokens: Option<u32>,
+
+    /// How the model's tool calls are read: `auto` (native, and a call written as
+    /// text is taken too), `native`, or `text` (the tools are described in the
+    /// system prompt; for models served without tool calling).
+    #[arg(long, env = "MAITRED_LLM_TOOL_CALLS", value_enum, default_value_t = ToolCallMode::Auto)]
+    pub llm_tool_calls: ToolCallMode,
+
+    /// A small local model: compact tool definitions within a prompt budget.
+    #[arg(long, env = "MAITRED_LLM_SMALL", default_value_t = false, action = clap::ArgAction::Set)]
+    pub llm_small: bool,
+
+    /// Tokens the model takes in all (prompt and answer), if known.
+    #[arg(long, env = "MAITRED_LLM_CONTEXT_WINDOW")]
+    pub llm_context_window: Option<u32>,
+
+    /// Most tokens the tool definitions may take (default: none; 2,000 for a small model).
+    #[arg(long, env = "MAITRED_LLM_TOOL_BUDGET")]
+    pub llm_tool_budget: Option<u32>,
+
+    /// Ask for a tool call on each question's first turn (tool_choice "required").
+    #[arg(long, env = "MAITRED_LLM_REQUIRE_TOOL_CALL", default_value_t = false, action = clap::ArgAction::Set)]
+    pub llm_require_tool_call: bool,
+
+    /// How long to wait for this model's first token (default: the resilience setting).
+    #[arg(long, env = "MAITRED_LLM_FIRST_TOKEN_TIMEOUT")]
+    pub llm_first_token_timeout: Option<Span>,
+
+    /// A file whose text replaces the built-in system prompt ({today} becomes the date).
+    #[arg(long, env = "MAITRED_SYSTEM_PROMPT_FILE")]
+    pub system_prompt_file: Option<PathBuf>,
+
+    /// The gateway's TOML file: MCP servers (default: maitred's own), fallback models,
+    /// resilience settings, per-user limits, per-role tool policy.
+    #[arg(long, env = "MAITRED_GATEWAY_CONFIG")]
+    pub gateway_config: Option<PathBuf>,
+
+    /// Most model turns one question may take.
+    #[arg(long, env = "MAITRED_MAX_ITERATIONS", default_value_t = defaults::MAX_ITERATIONS)]
+    pub max_iterations: u32,
+
+    /// Most bytes of one tool result given to the model; the rest is cut, with a marker.
+    #[arg(long, env = "MAITRED_TOOL_OUTPUT_CAP", default_value_t = defaults::TOOL_OUTPUT_CAP)]
+    pub tool_output_cap: usize,
+
+    /// How long a write tool waits for the user's approval before it counts as denied.
+    #[arg(long, env = "MAITRED_APPROVAL_TIMEOUT", default_value_t = Span(defaults::APPROVAL_TIMEOUT))]
+    pub approval_timeout: Span,
+
+    /// How long an MCP server's request for the user's input waits for an answer before it counts as cancelled.
+    #[arg(long, env = "MAITRED_INPUT_TIMEOUT", default_value_t = Span(defaults::INPUT_TIMEOUT))]
+    pub input_timeout: Span,
+
+    /// Longest question accepted, in characters.
+    #[arg(long, env = "MAITRED_QUESTION_LIMIT", default_value_t = defaults::QUESTION_LIMIT)]
+    pub question_limit: usize,
+
+    /// Characters of earlier conversation given to the model with a new question.
+    #[arg(long, env = "MAITRED_CONTEXT_BUDGET", default_value_t = defaults::CONTEXT_BUDGET)]
+    pub context_budget: usize,
+
+    /// Where the gateway reaches maitred's MCP role (default: its public URL).
+    #[arg(long, env = "MAITRED_GATEWAY_MCP_URL")]
+    pub gateway_mcp_url: Option<String>,
+
+    /// The gateway's client secret for the MCP server (default in dev mode: the generated one).
+    #[arg(long, env = "MAITRED_GATEWAY_CLIENT_SECRET", hide_env_values = true)]
+    pub gateway_client_secret: Option<String>,
+
+    /// How long an answer nobody is watching keeps running before it is cancelled.
+    #[arg(long, env = "MAITRED_STREAM_GRACE", default_value_t = Span(defaults::STREAM_GRACE))]
+    pub stream_grace: Span,
+
+    /// Redis (or Valkey) that gateway replicas share their running answers through
+    /// (`redis://host:6379/0`); none: everything live stays in this process.
+    #[arg(long, env = "MAITRED_REDIS_URL", hide_env_values = true)]
+    pub redis_url: Option<String>,
+
+    /// Start of every Redis key and channel maitred uses.
+    #[arg(long, env = "MAITRED_REDIS_PREFIX", default_value = defaults::REDIS_PREFIX)]
+    pub redis_prefix: String,
+
+    /// How long a replica's claim on a running answer lasts unless renewed; after it,
+    /// another replica ends the answer of a replica that died.
+    #[arg(long, env = "MAITRED_ANSWER_LEASE", default_value_t = Span(defaults::ANSWER_LEASE))]
+    pub answer_lease: Span,
+
+    /// Serve the web UI from this folder (a `frontend/dist` build) instead of the
+    /// copy embedded in the binary at compile time.
+    #[arg(long, env = "MAITRED_UI_DIR")]
+    pub ui_dir: Option<PathBuf>,
+
+    /// Between keep-alive comments (`: ping`) on a quiet chat stream, so proxies and
+    /// browsers do not close it as idle.
+    #[arg(long, env = "MAITRED_SSE_KEEPALIVE", default_value_t = Span(defaults::SSE_KEEPALIVE))]
+    pub sse_keepalive: Span,
+}
+
+#[derive(Debug, Clone, Args)]
+pub struct TokenCommand {
+    /// Directory of the generated dev credentials.
+    #[arg(long, env = "MAITRED_DATA_DIR", default_value = defaults::DATA_DIR)]
+    pub data_dir: PathBuf,
+    #[command(flatten)]
+    pub issuer: IssuerArgs,
+    /// Client id (its secret comes from the dev credentials in the data dir, or MAITRED_CLIENT_SECRET).
+    #[arg(long)]
+    pub client: String,
+    /// Space-separated scopes (default: every scope the client is registered for).
+    #[arg(long)]
+    pub scope: Option<String>,
+    /// The resource (RFC 8707) the token is for; sets its audience.
+    #[arg(long)]
+    pub resource: Option<String>,
+    /// The client secret; default: read from the dev credentials file.
+    #[arg(long, env = "MAITRED_CLIENT_SECRET", hide_env_values = true)]
+    pub secret: Option<String>,
+}
+
+#[cfg(test)]
+mod tests {
+    use clap::CommandFactory;
+
+    use super::*;
+
+    #[test]
+    fn the_command_line_is_consistent() {
+        Cli::command().debug_assert();
+    }
+
+    /// Each subcommand's help lists what it uses: `token` knows nothing of models.
+    #[test]
+    fn each_subcommand_takes_only_its_own_options() {
+        let mut cli = Cli::command();
+        let help = |cli: &mut clap::Command, name: &str| {
+            cli.find_subcommand_mut(name)
+                .unwrap()
+                .render_long_help()
+                .to_string()
+        };
+        let token = help(&mut cli, "token");
+        for absent in [
+            "--llm-model",
+            "--sse-keepalive",
+            "--body-limit",
+            "--mcp-port",
+        ] {
+            assert!(!token.contains(absent), "token --help lists {absent}");
+        }
+        assert!(token.contains("--client") && token.contains("--oidc-issuer"));
+        let mcp = help(&mut cli, "mcp");
+        assert!(mcp.contains("--mcp-backend-url") && !mcp.contains("--llm-model"));
+        let gateway = help(&mut cli, "gateway");
+        assert!(gateway.contains("--llm-model") && !gateway.contains("--mcp-client-secret"));
+        let migrate = help(&mut cli, "migrate");
+        assert!(migrate.contains("--database-url") && !migrate.contains("--bind"));
+    }
+
+    #[test]
+    fn durations_take_seconds_or_units() {
+        let cli = Cli::try_parse_from(["maitred", "gateway", "--approval-timeout", "2m"]).unwrap();
+        let Some(Command::Gateway(gateway)) = cli.command else {
+            panic!("a gateway command")
+        };
+        assert_eq!(gateway.gateway.approval_timeout.0.as_secs(), 120);
+        let cli = Cli::try_parse_from(["maitred", "--approval-timeout", "45"]).unwrap();
+        assert_eq!(cli.all.gateway.approval_timeout.0.as_secs(), 45);
+        assert!(Cli::try_parse_from(["maitred", "--approval-timeout", "soon"]).is_err());
+    }
+}

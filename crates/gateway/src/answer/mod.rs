@@ -1,0 +1,193 @@
+//! One answer to one question, as the design has it: a model turn → its tool calls
+//! put together → each call through the tool pipeline → the results back to the
+//! model → again, until the model answers without calling a tool or the turn budget
+//! is spent. Every event goes out through the answer's [`Recorder`].
+//!
+//! The loop talks to the rest of the gateway only through the traits in [`ports`],
+//! so its tests (`tests.rs`) run it against fakes, with no database or network.
+
+mod assemble;
+mod failure;
+mod pipeline;
+
+pub mod ports;
+mod prompt;
+pub mod recorder;
+mod turn;
+
+#[cfg(test)]
+mod tests;
+
+use std::sync::Arc;
+
+use crate::auth::ChatUser;
+use crate::metrics::GatewayMetrics;
+use crate::tools::Catalogue;
+use crate::tools::policy::ToolPolicy;
+use failure::Stop;
+use maitred_core::trace_context::TraceContext;
+use maitred_llm::router::ModelRouter;
+use maitred_llm::{Message, ToolDef, Usage};
+use maitred_protocol::events::Finish;
+use ports::{Approver, Inputs, Tools};
+pub use recorder::Recorder;
+
+/// The loop's limits.
+#[derive(Debug, Clone)]
+pub struct Limits {
+    /// Model turns per question.
+    pub max_iterations: u32,
+    /// Tool calls per question; past it, calls are refused.
+    pub tool_calls_per_question: usize,
+    /// Bytes of one tool's output the model is given.
+    pub tool_output_cap: usize,
+    /// The operator's system prompt; `None`: the built-in one.
+    pub system_prompt: Option<String>,
+}
+
+/// What answers questions: the models, the tools and the rules for using them.
+pub struct Answerer {
+    pub models: ModelRouter,
+    pub policy: ToolPolicy,
+    pub tools: Arc<dyn Tools>,
+    pub approvals: Arc<dyn Approver>,
+    pub inputs: Arc<dyn Inputs>,
+    pub limits: Limits,
+    pub metrics: GatewayMetrics,
+}
+
+/// One answer being written: where its events go, who asked, its trace, and
+/// whether the person can be asked to approve a call while it runs.
+pub struct Answer<'a> {
+    pub recorder: &'a Recorder,
+    pub user: &'a ChatUser,
+    pub trace: TraceContext,
+    pub asking: Asking,
+}
+
+/// Whether a call that needs approval can wait for the person's answer.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Asking {
+    /// The person watches the stream and can approve (the chat API, the web UI).
+    Person,
+    /// Nobody can be asked (`why` says so, to the model and in the call's summary):
+    /// only an approval still remembered lets such a call run.
+    Never { why: &'static str },
+}
+
+/// The conversation as the model sees it, and what the run has used.
+struct Run {
+    messages: Vec<Message>,
+    usage: Usage,
+    /// The model that answered last (a fallback, when the primary could not).
+    model: String,
+}
+
+impl Answerer {
+    /// Runs the question to its end; the last event it records is `done`.
+    pub async fn run(&self, answer: &Answer<'_>, history: Vec<Message>, question: String) {
+        let mut messages = vec![Message::System {
+            content: prompt::system_prompt(self.limits.system_prompt.as_deref()),
+        }];
+        messages.extend(history);
+        messages.push(Message::User { content: question });
+        let mut run = Run {
+            messages,
+            usage: Usage::default(),
+            model: self.models.primary().to_owned(),
+        };
+        let outcome = self.turns(answer, &mut run).await;
+        self.finish(answer, &run, outcome).await;
+    }
+
+    async fn turns(&self, answer: &Answer<'_>, run: &mut Run) -> Result<Finish, Stop> {
+        let catalogue = self.tools.catalogue().await;
+        let offered = self.offered(&catalogue, answer.user);
+        let mut budget = self.limits.tool_calls_per_question;
+        for turn in 0..self.limits.max_iterations {
+            let reply = self
+                .model_turn(answer, &run.messages, &offered, turn)
+                .await?;
+            run.usage.add(reply.usage);
+            run.model.clone_from(&reply.model);
+            run.messages.push(Message::Assistant {
+                content: (!reply.text.is_empty()).then(|| reply.text.clone()),
+                tool_calls: reply.calls.clone(),
+            });
+            if reply.calls.is_empty() {
+                return Ok(Finish::Stop);
+            }
+            let results = self
+                .run_calls(answer, &catalogue, &reply, &mut budget)
+                .await?;
+            for (call, content) in reply.calls.iter().zip(results) {
+                answer.recorder.tool_result(&call.id, &content).await?;
+                run.messages.push(Message::Tool {
+                    tool_call_id: call.id.clone(),
+                    content,
+                });
+            }
+        }
+        let note = format!(
+            "\n\n_Stopped after {} steps without a final answer._",
+            self.limits.max_iterations
+        );
+        answer.recorder.token(note).await?;
+        Ok(Finish::MaxIterations)
+    }
+
+    /// The model is offered only the tools this person may use.
+    fn offered(&self, catalogue: &Catalogue, user: &ChatUser) -> Vec<ToolDef> {
+        let policy = self.policy.for_roles(&user.roles);
+        catalogue
+            .tools
+            .iter()
+            .filter(|t| policy.allows(t))
+            .map(|t| t.def.clone())
+            .collect()
+    }
+
+    /// How the run ended, told to the viewers: an error if any, the usage, `done`.
+    async fn finish(&self, answer: &Answer<'_>, run: &Run, outcome: Result<Finish, Stop>) {
+        let recorder = answer.recorder;
+        let error = match &outcome {
+            Err(Stop::Cancelled) if recorder.interrupted() => {
+                Some(("interrupted", failure::INTERRUPTED_MESSAGE.to_owned()))
+            }
+            Err(Stop::Model(error)) => {
+                self.metrics.model_error(&run.model, error);
+                tracing::warn!(%error, "the model failed");
+                Some((failure::model_code(error), failure::model_message(error)))
+            }
+            Err(Stop::Storage(error)) => {
+                tracing::error!(%error, "the answer could not be stored");
+                Some(("storage", failure::STORAGE_MESSAGE.to_owned()))
+            }
+            Ok(_) | Err(Stop::Cancelled) => None,
+        };
+        let finish = match outcome {
+            Ok(finish) => finish,
+            Err(Stop::Cancelled) if error.is_none() => Finish::Cancelled,
+            Err(_) => Finish::Error,
+        };
+        if let Some((code, message)) = error
+            && let Err(error) = recorder.error(code, message).await
+        {
+            tracing::error!(%error, "recording the answer's error");
+        }
+        if run.usage.total_tokens > 0
+            && let Err(error) = recorder.usage(&run.model, run.usage).await
+        {
+            tracing::error!(%error, "recording token usage");
+        }
+        tracing::info!(
+            finish_reason = ?finish,
+            model = %run.model,
+            total_tokens = run.usage.total_tokens,
+            "answer finished"
+        );
+        if let Err(error) = recorder.done(finish).await {
+            tracing::error!(%error, "recording the answer's end");
+        }
+    }
+}

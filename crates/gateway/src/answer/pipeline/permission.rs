@@ -1,0 +1,96 @@
+//! Whether a call may run: the question's budget of calls and the person's role
+//! policy first, then, for a call that changes data (or that the operator put behind
+//! approval), the person's own yes.
+
+use super::super::ports::{ApprovalRequest, Approver, StoreResult, Verdict};
+use super::super::recorder::ShownCall;
+use super::super::{Answer, Asking};
+use crate::tools::RegisteredTool;
+use crate::tools::policy::{Refused, ToolPolicy};
+
+/// Why a call may not run before anyone is asked.
+#[derive(Debug, thiserror::Error)]
+pub(super) enum NotAllowed {
+    #[error("the limit of {0} tool calls for one question is reached")]
+    Budget(usize),
+    #[error(transparent)]
+    Policy(#[from] Refused),
+}
+
+/// Within the budget (`budget_spent` names the limit once it is spent) and the
+/// policy, or why not.
+pub(super) fn allowed(
+    policy: &ToolPolicy,
+    answer: &Answer<'_>,
+    tool: &RegisteredTool,
+    budget_spent: Option<usize>,
+) -> Result<(), NotAllowed> {
+    if let Some(limit) = budget_spent {
+        return Err(NotAllowed::Budget(limit));
+    }
+    Ok(policy.for_roles(&answer.user.roles).check(tool)?)
+}
+
+/// Why a call that needs approval may not run.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(super) enum Unapproved {
+    /// The person was asked: denied, not in time, or the answer was stopped.
+    Decided(&'static str),
+    /// Nobody could be asked, for this reason.
+    CannotAsk(&'static str),
+}
+
+impl Unapproved {
+    /// The call's summary, as its `tool_result` shows it.
+    pub(super) fn summary(&self) -> &'static str {
+        match self {
+            Self::Decided(reason) | Self::CannotAsk(reason) => reason,
+        }
+    }
+
+    /// What the model is told instead of the tool's result.
+    pub(super) fn tell_model(&self) -> String {
+        match self {
+            Self::Decided(reason) => format!(
+                "The user did not allow this call ({reason}). Nothing was changed. Tell the user, and do not try it again unless they ask."
+            ),
+            Self::CannotAsk(reason) => format!(
+                "Refused: this call needs the user's approval, and {reason}. Nothing was changed. Tell the user that this change cannot be made from here, and do not try it again."
+            ),
+        }
+    }
+}
+
+/// Asks the person, unless an approval of this very call is still remembered or
+/// nobody can be asked. `Err` is why the call may not run.
+pub(super) async fn approved(
+    approver: &dyn Approver,
+    answer: &Answer<'_>,
+    shown: &ShownCall,
+) -> StoreResult<Result<(), Unapproved>> {
+    let request = ApprovalRequest {
+        id: &shown.id,
+        answer: answer.recorder.answer(),
+        server: &shown.server,
+        tool: &shown.tool,
+        arguments: &shown.arguments,
+    };
+    if approver.remembered(&request).await? {
+        return Ok(Ok(()));
+    }
+    if let Asking::Never { why } = answer.asking {
+        return Ok(Err(Unapproved::CannotAsk(why)));
+    }
+    let expires_at = approver.open(&request).await?;
+    answer.recorder.approval_required(shown, expires_at).await?;
+    let _waiting = answer.recorder.waiting_for_approval();
+    let verdict = approver
+        .wait(&request, &answer.recorder.cancelled())
+        .await?;
+    Ok(match verdict {
+        Verdict::Approved | Verdict::Remembered => Ok(()),
+        Verdict::Denied => Err(Unapproved::Decided("denied by the user")),
+        Verdict::Expired => Err(Unapproved::Decided("not approved in time")),
+        Verdict::Cancelled => Err(Unapproved::Decided("cancelled")),
+    })
+}

@@ -1,0 +1,182 @@
+//! What the answer loop needs from the rest of the gateway, as five small traits:
+//! where an answer's events go (its viewers), where its parts are stored, the tools,
+//! the person's approvals, and the person's answers to a tool's questions. The
+//! gateway wires the real ones (`chat::generation`, `chat::store`, `tools::ToolHub`,
+//! `chat::approvals`, `chat::inputs`); the loop's tests wire fakes that live in memory.
+
+use async_trait::async_trait;
+use rmcp::model::JsonObject;
+use serde_json::Value;
+use tokio_util::sync::CancellationToken;
+
+use crate::tools::{CallContext, CallOutcome, Catalogue, InputReply, RegisteredTool};
+use maitred_llm::{ToolCall, Usage};
+use maitred_protocol::events::{ChatEvent, InputMode};
+use maitred_protocol::ids::{
+    CallStatus, ConversationId, InputId, MessageId, MessageStatus, PartId, Subject, ToolCallId,
+};
+use std::sync::Arc;
+
+/// A part of an answer could not be stored; the answer ends with `storage`.
+#[derive(Debug, thiserror::Error)]
+#[error("storing the answer: {0:#}")]
+pub struct StoreError(#[source] pub anyhow::Error);
+
+impl From<sqlx::Error> for StoreError {
+    fn from(error: sqlx::Error) -> Self {
+        Self(error.into())
+    }
+}
+
+pub type StoreResult<T> = Result<T, StoreError>;
+
+/// The answer a part belongs to.
+#[derive(Debug, Clone)]
+pub struct AnswerRef {
+    pub message: MessageId,
+    pub conversation: ConversationId,
+    pub owner: Subject,
+}
+
+/// A tool call as it starts, for its stored row.
+#[derive(Debug, Clone)]
+pub struct NewCall<'a> {
+    pub id: &'a ToolCallId,
+    pub turn: &'a PartId,
+    /// The id the model gave the call, which its result must name.
+    pub model_call_id: &'a str,
+    pub server: &'a str,
+    pub tool: &'a str,
+    pub arguments: &'a Value,
+}
+
+/// Where an answer's events go: to everyone watching it.
+#[async_trait]
+pub trait EventSink: Send + Sync {
+    /// Sends one event to the viewers; returns its sequence number in the answer.
+    async fn publish(&self, event: ChatEvent) -> StoreResult<u64>;
+    /// Cancelled when the answer must stop (the person's Stop, or nobody watching).
+    fn cancelled(&self) -> CancellationToken;
+    /// Stopped by the server going down rather than by the person.
+    fn interrupted(&self) -> bool;
+}
+
+/// One model turn as it is stored: written when it first has something worth
+/// keeping, then rewritten as it grows, and a last time when it ends.
+#[derive(Debug, Clone, Copy)]
+pub struct TurnRecord<'a> {
+    pub part: &'a PartId,
+    pub model: &'a str,
+    pub text: &'a str,
+    pub calls: &'a [ToolCall],
+    pub status: MessageStatus,
+}
+
+/// The durable parts of an answer.
+#[async_trait]
+pub trait AnswerStore: Send + Sync {
+    /// Writes a model turn: added at the end of the conversation the first time,
+    /// updated in place after that.
+    async fn save_turn(&self, answer: &AnswerRef, turn: TurnRecord<'_>) -> StoreResult<()>;
+    /// What the model is told of one of its calls.
+    async fn save_tool_result(
+        &self,
+        answer: &AnswerRef,
+        model_call_id: &str,
+        content: &str,
+    ) -> StoreResult<()>;
+    async fn call_started(&self, answer: &AnswerRef, call: NewCall<'_>) -> StoreResult<()>;
+    async fn call_finished(
+        &self,
+        id: &ToolCallId,
+        status: CallStatus,
+        duration_ms: u64,
+        summary: &str,
+    ) -> StoreResult<()>;
+    /// Calls the answer left running get the reason it stopped.
+    async fn abandon_calls(&self, answer: &MessageId, status: CallStatus) -> StoreResult<()>;
+    async fn usage(&self, answer: &AnswerRef, model: &str, usage: Usage) -> StoreResult<()>;
+}
+
+/// The tools of every configured MCP server.
+#[async_trait]
+pub trait Tools: Send + Sync {
+    async fn catalogue(&self) -> Arc<Catalogue>;
+    async fn call(
+        &self,
+        tool: &RegisteredTool,
+        arguments: JsonObject,
+        context: CallContext<'_>,
+    ) -> CallOutcome;
+}
+
+/// What a call waiting for approval is about.
+#[derive(Debug, Clone)]
+pub struct ApprovalRequest<'a> {
+    pub id: &'a ToolCallId,
+    pub answer: &'a AnswerRef,
+    pub server: &'a str,
+    pub tool: &'a str,
+    pub arguments: &'a Value,
+}
+
+/// How an approval ended.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Verdict {
+    Approved,
+    /// An earlier approval of this very call, still remembered.
+    Remembered,
+    Denied,
+    Expired,
+    Cancelled,
+}
+
+/// The person's approvals of write tools.
+#[async_trait]
+pub trait Approver: Send + Sync {
+    /// Whether an earlier approval, still remembered, covers this very call; if so,
+    /// that it did is recorded.
+    async fn remembered(&self, request: &ApprovalRequest<'_>) -> StoreResult<bool>;
+    /// Records the request and starts listening for the answer; returns when it
+    /// expires. Only then may the request be shown, or a quick answer finds nothing.
+    async fn open(&self, request: &ApprovalRequest<'_>) -> StoreResult<String>;
+    /// Waits for the owner's decision, the timeout or `cancel`.
+    async fn wait(
+        &self,
+        request: &ApprovalRequest<'_>,
+        cancel: &CancellationToken,
+    ) -> StoreResult<Verdict>;
+}
+
+/// A tool's MCP server asks the person something in the middle of a call.
+#[derive(Debug, Clone)]
+pub struct InputRequest<'a> {
+    pub id: &'a InputId,
+    pub call: &'a ToolCallId,
+    pub answer: &'a AnswerRef,
+    pub server: &'a str,
+    pub tool: &'a str,
+    pub message: &'a str,
+    pub mode: InputMode,
+    /// `form`: the requested schema.
+    pub schema: Option<&'a Value>,
+    /// `url`: the page to open.
+    pub url: Option<&'a str>,
+}
+
+/// The person's answers to a tool's requests for input.
+#[async_trait]
+pub trait Inputs: Send + Sync {
+    /// Records the request and starts listening for the answer; returns when it
+    /// expires. Only then may the request be shown, or a quick answer finds nothing.
+    async fn open(&self, request: &InputRequest<'_>) -> StoreResult<String>;
+    /// The request went out as the answer's event `seq`: a viewer who comes back
+    /// after it is shown the request again while it is open.
+    async fn shown(&self, id: &InputId, seq: u64) -> StoreResult<()>;
+    /// Waits for the owner's answer; the timeout and `cancel` are a `cancel`.
+    async fn wait(
+        &self,
+        request: &InputRequest<'_>,
+        cancel: &CancellationToken,
+    ) -> StoreResult<InputReply>;
+}

@@ -1,0 +1,151 @@
+//! One model turn: the conversation so far goes to the model (through the router's
+//! limits, retries and fallbacks); its text streams out as it comes, its tool-call
+//! fragments are put together, and the turn is stored when it ends.
+
+use futures::StreamExt;
+
+use super::assemble::Assembler;
+use super::{Answer, Answerer, Stop};
+use crate::metrics::{FallbackLabels, ModelLabels};
+use maitred_llm::router::Note;
+use maitred_llm::{
+    ChatRequest, FinishReason, Message, ModelError, ModelEvent, ToolCall, ToolDef, Usage,
+};
+use maitred_protocol::ids::{MessageStatus, PartId};
+
+/// What one turn of the model came to.
+pub(super) struct Reply {
+    pub part: PartId,
+    /// The model that answered (a fallback, when the one before could not).
+    pub model: String,
+    pub text: String,
+    pub calls: Vec<ToolCall>,
+    pub usage: Usage,
+}
+
+impl Answerer {
+    pub(super) async fn model_turn(
+        &self,
+        answer: &Answer<'_>,
+        messages: &[Message],
+        tools: &[ToolDef],
+        turn: u32,
+    ) -> Result<Reply, Stop> {
+        let recorder = answer.recorder;
+        let cancel = recorder.cancelled();
+        let request = ChatRequest {
+            messages: messages.to_vec(),
+            tools: tools.to_vec(),
+            temperature: None,
+            max_tokens: None,
+        };
+        // Notes arrive while the router works; fallbacks are told to the viewers
+        // once it is done, still before the first token.
+        let mut fallbacks = Vec::new();
+        let mut notes = |note: Note<'_>| self.note(note, &mut fallbacks);
+        let opened = tokio::select! {
+            () = cancel.cancelled() => Err(Stop::Cancelled),
+            opened = self.models.open(&request, &mut notes) => opened.map_err(Stop::Model),
+        };
+        for (from, to) in fallbacks {
+            recorder.meta(&to, Some(&from)).await?;
+        }
+        let opened = opened?;
+        let mut stream = opened.stream;
+        recorder.begin_turn(&opened.model);
+        let mut assembler = Assembler::default();
+        let mut usage = Usage::default();
+        let mut finished = None;
+        let outcome: Result<(), Stop> = loop {
+            let next = tokio::select! {
+                () = cancel.cancelled() => break Err(Stop::Cancelled),
+                next = stream.next() => next,
+            };
+            match next {
+                None => break Ok(()),
+                Some(Ok(ModelEvent::Text(fragment))) => {
+                    if let Err(error) = recorder.token(fragment).await {
+                        break Err(error.into());
+                    }
+                }
+                Some(Ok(ModelEvent::ToolCallDelta {
+                    index,
+                    id,
+                    name,
+                    arguments,
+                })) => assembler.push(index, id, name, arguments),
+                Some(Ok(ModelEvent::Usage(reported))) => usage.add(reported),
+                Some(Ok(ModelEvent::Finished(reason))) => finished = Some(reason),
+                Some(Err(error)) => break Err(Stop::Model(error)),
+            }
+        };
+        // Dropping the stream closes the upstream request at once.
+        drop(stream);
+        // A stream that ends without a finish reason was cut short, however complete
+        // its text may look.
+        let outcome = outcome.and_then(|()| match finished {
+            Some(_) => Ok(()),
+            None => Err(Stop::Model(ModelError::Protocol(
+                "the stream ended before the model finished its answer".to_owned(),
+            ))),
+        });
+        let calls = if outcome.is_ok() {
+            assembler.finish(&format!("{}-{turn}", recorder.answer().message))
+        } else {
+            Vec::new()
+        };
+        let status = match &outcome {
+            Ok(()) => MessageStatus::Complete,
+            Err(Stop::Cancelled) if recorder.interrupted() => MessageStatus::Interrupted,
+            Err(Stop::Cancelled) => MessageStatus::Cancelled,
+            Err(Stop::Model(_) | Stop::Storage(_)) => MessageStatus::Error,
+        };
+        let stored = recorder.end_turn(&calls, status).await;
+        outcome?;
+        let (part, text) = stored?;
+        if finished == Some(FinishReason::Length) {
+            tracing::info!(message_id = %recorder.answer().message, "the model hit its token limit");
+        }
+        Ok(Reply {
+            part,
+            model: opened.model,
+            text,
+            calls,
+            usage,
+        })
+    }
+
+    /// Retries go to the log and the metrics; fallbacks also to the viewers (as a
+    /// second `meta` naming the model that now answers), collected in `fallbacks`.
+    fn note(&self, note: Note<'_>, fallbacks: &mut Vec<(String, String)>) {
+        match note {
+            Note::Retry {
+                model,
+                attempt,
+                delay,
+                error,
+            } => {
+                self.metrics.model_error(model, error);
+                self.metrics
+                    .model_retries
+                    .get_or_create(&ModelLabels {
+                        model: model.to_owned(),
+                    })
+                    .inc();
+                tracing::info!(model, attempt, delay_ms = delay.as_millis() as u64, %error, "retrying the model");
+            }
+            Note::Fallback { from, to, error } => {
+                self.metrics.model_error(from, error);
+                self.metrics
+                    .model_fallbacks
+                    .get_or_create(&FallbackLabels {
+                        from: from.to_owned(),
+                        to: to.to_owned(),
+                    })
+                    .inc();
+                tracing::warn!(from, to, %error, "falling back to the next model");
+                fallbacks.push((from.to_owned(), to.to_owned()));
+            }
+        }
+    }
+}

@@ -1,0 +1,123 @@
+//! How a question starts an answer, whichever API it came through: admitted within
+//! the person's limits (its stream counted among their open streams, its answer
+//! among their running answers), its question stored, its `meta` recorded, and the
+//! answer loop running detached from the request. The caller gets the answer's events
+//! to send on, and a guard that counts it as watching (and holds its stream's slot).
+
+use std::sync::Arc;
+use std::time::Instant;
+
+use tracing::Instrument;
+
+use crate::GatewayState;
+use crate::answer::ports::AnswerRef;
+use crate::answer::{Answer, Asking, Recorder};
+use crate::auth::ChatUser;
+use crate::error::GatewayError;
+use crate::live::{Events, Running, Watching};
+use maitred_core::trace_context::TraceContext;
+use maitred_llm::Message;
+use maitred_protocol::ids::{ConversationId, MessageId};
+
+/// A checked question, ready to be answered.
+pub struct NewAnswer {
+    pub user: ChatUser,
+    pub trace: TraceContext,
+    /// When the request arrived, for the time to the first token.
+    pub arrived: Instant,
+    /// The conversation it continues; `None`: a new one, titled after the question.
+    pub continued: Option<ConversationId>,
+    /// What the model sees before the question.
+    pub history: Vec<Message>,
+    pub question: String,
+    pub asking: Asking,
+}
+
+/// An answer that has begun.
+pub struct Started {
+    pub answer: AnswerRef,
+    /// Its events from the first (`meta`) to `done`.
+    pub events: Events,
+    /// Counts the caller as watching while it lives.
+    pub watching: Watching,
+}
+
+/// Admits and starts the answer; 429 when the person's limits are full.
+pub async fn start(state: &GatewayState, new: NewAnswer) -> Result<Started, GatewayError> {
+    let NewAnswer {
+        user,
+        trace,
+        arrived,
+        continued,
+        history,
+        question,
+        asking,
+    } = new;
+    let answer = AnswerRef {
+        message: MessageId::new(),
+        conversation: continued.clone().unwrap_or_default(),
+        owner: user.subject.clone(),
+    };
+    let refused = |error: &GatewayError| {
+        if let GatewayError::RateLimited { reason, .. } = error {
+            tracing::info!(subject = ?user.subject, reason = ?reason, "question refused");
+        }
+        state.gateway_metrics.refused("limited");
+    };
+    // The asker's stream is one of their open streams: taken first, so a question
+    // refused for it starts nothing.
+    let slot = state.live.view(&user.subject).await.inspect_err(refused)?;
+    state.live.admit(&answer).await.inspect_err(refused)?;
+    let local = state.live.local().start(answer.clone());
+    let watching = state.live.local().watching(&answer.message, slot);
+    let events = state
+        .live
+        .follow(&answer.message, &answer.owner, 0)
+        .await?
+        .ok_or_else(|| GatewayError::Internal(anyhow::anyhow!("a new answer has no log")))?;
+    // The question is stored beside the model's first request, in order before any
+    // part of the answer.
+    let question_stored = state.tasks.spawn({
+        let (store, answer, text) = (state.store.clone(), answer.clone(), question.clone());
+        let new = continued.is_none();
+        async move { store.save_question(&answer, new, &text).await }
+    });
+    let recorder = Recorder::new(
+        answer.clone(),
+        Arc::new(Running::new(local, state.live.clone(), 0)),
+        Arc::new(state.store.clone()),
+        state.gateway_metrics.clone(),
+        arrived,
+    )
+    .after(question_stored);
+    recorder
+        .meta(state.answerer.models.primary(), None)
+        .await
+        .map_err(|e| GatewayError::Internal(e.0))?;
+    let message_id = answer.message.clone();
+    tracing::info!(%message_id, subject = ?user.subject, "question received");
+    let answerer = state.answerer.clone();
+    // The answer outlives the request, and its logs keep the request's trace.
+    let span = tracing::info_span!(
+        "generation",
+        %message_id,
+        trace_id = %trace.trace_id(),
+    );
+    state.tasks.spawn(
+        async move {
+            let answer = Answer {
+                recorder: &recorder,
+                user: &user,
+                trace,
+                asking,
+            };
+            answerer.run(&answer, history, question).await;
+        }
+        .instrument(span),
+    );
+    Ok(Started {
+        answer,
+        events,
+        watching,
+    })
+}

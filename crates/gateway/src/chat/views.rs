@@ -1,0 +1,132 @@
+//! The chat API's JSON answers, as types: what a client reads is written down once,
+//! here, rather than patched together from `json!` values.
+
+use serde::Serialize;
+use serde_json::Value;
+
+use super::store::{ConversationSummary, StoredPart, StoredToolCall};
+use maitred_protocol::ids::{
+    CallStatus, ConversationId, InputId, MessageId, MessageStatus, PartId, Role, ToolCallId,
+};
+
+/// `GET /api/v1/resos/conversations/{id}`
+#[derive(Debug, Serialize)]
+#[cfg_attr(test, derive(ts_rs::TS), ts(rename = "Conversation"))]
+pub struct ConversationView {
+    pub id: ConversationId,
+    pub title: String,
+    pub created_at: String,
+    pub updated_at: String,
+    /// The questions and the answers' model turns, in order (tool results, which only
+    /// the model reads, are left out).
+    pub messages: Vec<PartView>,
+}
+
+#[derive(Debug, Serialize)]
+#[cfg_attr(test, derive(ts_rs::TS), ts(rename = "StoredMessage"))]
+pub struct PartView {
+    pub id: PartId,
+    /// The question or answer this part belongs to: the chat stream's `message_id`.
+    pub message_id: Option<MessageId>,
+    pub role: Role,
+    pub content: Option<String>,
+    pub status: MessageStatus,
+    pub model: Option<String>,
+    pub created_at: String,
+    /// For a model turn: the calls it made.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    #[cfg_attr(test, ts(optional))]
+    pub tool_calls: Option<Vec<ToolCallView>>,
+}
+
+#[derive(Debug, Serialize)]
+#[cfg_attr(test, derive(ts_rs::TS), ts(rename = "StoredToolCall"))]
+pub struct ToolCallView {
+    pub id: ToolCallId,
+    pub server: String,
+    pub tool: String,
+    #[cfg_attr(test, ts(type = "unknown"))]
+    pub arguments: Value,
+    pub status: CallStatus,
+    #[cfg_attr(test, ts(type = "number | null"))]
+    pub duration_ms: Option<i64>,
+    pub summary: Option<String>,
+    pub created_at: String,
+}
+
+impl ConversationView {
+    pub fn new(
+        summary: ConversationSummary,
+        parts: Vec<StoredPart>,
+        calls: Vec<StoredToolCall>,
+    ) -> Self {
+        let messages = parts
+            .into_iter()
+            .filter(|part| part.role != Role::Tool)
+            .map(|part| {
+                let tool_calls = (part.role == Role::Assistant).then(|| {
+                    calls
+                        .iter()
+                        .filter(|c| c.turn_id == part.id)
+                        .map(ToolCallView::from)
+                        .collect()
+                });
+                PartView {
+                    id: part.id,
+                    message_id: part.message_id,
+                    role: part.role,
+                    content: part.content,
+                    status: part.status,
+                    model: part.model,
+                    created_at: part.created_at,
+                    tool_calls,
+                }
+            })
+            .collect();
+        Self {
+            id: summary.id,
+            title: summary.title,
+            created_at: summary.created_at,
+            updated_at: summary.updated_at,
+            messages,
+        }
+    }
+}
+
+impl From<&StoredToolCall> for ToolCallView {
+    fn from(call: &StoredToolCall) -> Self {
+        Self {
+            id: call.id.clone(),
+            server: call.server.clone(),
+            tool: call.tool.clone(),
+            arguments: serde_json::from_str(&call.arguments).unwrap_or(Value::Null),
+            status: call.status,
+            duration_ms: call.duration_ms,
+            summary: call.summary.clone(),
+            created_at: call.created_at.clone(),
+        }
+    }
+}
+
+/// `POST /api/v1/resos/chat/{message_id}/cancel`
+#[derive(Debug, Serialize)]
+pub struct Cancelled {
+    /// `cancelled`, or `finished` when the answer had already ended.
+    pub status: &'static str,
+}
+
+/// `POST /api/v1/resos/chat/approvals/{id}`
+#[derive(Debug, Serialize)]
+pub(crate) struct Decided {
+    pub id: ToolCallId,
+    /// `approved` or `denied`.
+    pub status: &'static str,
+}
+
+/// `POST /api/v1/resos/chat/inputs/{id}`
+#[derive(Debug, Serialize)]
+pub(crate) struct Answered {
+    pub id: InputId,
+    /// `accepted`, `declined` or `cancelled`.
+    pub status: &'static str,
+}

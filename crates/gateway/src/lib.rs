@@ -1,0 +1,372 @@
+//! The gateway role: a person's question in, an LLM tool loop over MCP tools, the
+//! answer streamed back over SSE, with conversations, approvals and a browser login.
+
+pub mod answer;
+mod auth;
+#[cfg(test)]
+mod bindings;
+pub mod chat;
+mod error;
+mod extract;
+pub mod live;
+mod login;
+pub mod metrics;
+pub mod openai_api;
+pub mod session;
+pub mod tools;
+mod ui;
+
+use std::net::IpAddr;
+use std::sync::Arc;
+
+use anyhow::Context;
+use axum::Router;
+use axum::extract::{DefaultBodyLimit, FromRef};
+use axum::routing::{get, post};
+use secrecy::SecretString;
+use tokio_util::sync::CancellationToken;
+use tokio_util::task::TaskTracker;
+use tower_http::csrf::CsrfLayer;
+
+pub use auth::ChatUser;
+pub use error::GatewayError;
+
+use answer::Answerer;
+use chat::approvals::Approvals;
+use chat::inputs::ToolInputs;
+use chat::store::Store;
+use live::Live;
+use maitred_core::auth::{TokenVerifier, VerifierConfig};
+use maitred_core::db::Db;
+use maitred_core::dev::DevCredentials;
+use maitred_core::http;
+use maitred_core::http::budget::Budget;
+use maitred_core::metrics::Metrics;
+use maitred_core::settings::Mode;
+use maitred_core::settings::mcp_servers::{AuthConfig, ClientAuth, ServerConfig};
+use maitred_core::settings::{API_PREFIX, Settings};
+use maitred_llm::ChatModel;
+use maitred_llm::router::ModelRouter;
+use metrics::GatewayMetrics;
+use session::Sessions;
+use tools::ToolHub;
+use tools::policy::ToolPolicy;
+
+#[derive(Clone)]
+pub struct GatewayState {
+    pub answerer: Arc<Answerer>,
+    pub store: Store,
+    pub approvals: Arc<Approvals>,
+    pub inputs: Arc<ToolInputs>,
+    /// Running answers: their events, viewers, cancel signals and limits.
+    pub live: Live,
+    pub sessions: Arc<Sessions>,
+    pub verifier: Arc<TokenVerifier>,
+    /// Cancelled at shutdown: no new questions from then on.
+    pub shutdown: CancellationToken,
+    pub tasks: TaskTracker,
+    pub body_limit: usize,
+    /// The gateway's registry, served at `/metrics`; gateway series register on it.
+    pub metrics: Metrics,
+    pub gateway_metrics: GatewayMetrics,
+    /// Question limits, history budget and stream timings.
+    pub settings: Arc<maitred_core::settings::GatewaySettings>,
+    /// The web UI served at `/`.
+    pub ui: ui::UiFiles,
+    /// Sign-ins per client address.
+    pub login_budget: Arc<Budget<IpAddr>>,
+}
+
+impl GatewayState {
+    /// Spends one sign-in request of `ip`'s budget.
+    pub fn login_limit(&self, ip: IpAddr) -> Result<(), GatewayError> {
+        self.login_budget.spend(&ip).map_err(|wait| {
+            tracing::warn!(%ip, "sign-in rate limit exceeded");
+            GatewayError::RateLimited {
+                reason: "too many sign-in attempts from your address".to_owned(),
+                retry_after: wait.as_secs().max(1),
+            }
+        })
+    }
+}
+
+impl FromRef<GatewayState> for Arc<TokenVerifier> {
+    fn from_ref(state: &GatewayState) -> Self {
+        state.verifier.clone()
+    }
+}
+
+/// The MCP servers: the configured file, or maitred's own MCP role.
+fn servers(settings: &Settings) -> anyhow::Result<Vec<ServerConfig>> {
+    if !settings.gateway.file.mcp_servers.is_empty() {
+        return Ok(settings.gateway.file.mcp_servers.clone());
+    }
+    let secret = match (&settings.gateway.mcp_client_secret, settings.mode) {
+        (Some(secret), _) => secret.clone(),
+        (None, Mode::Dev) => DevCredentials::load(&settings.data_dir)?
+            .client_secret("maitred-gateway")
+            .map(SecretString::from)
+            .context("no dev secret for client maitred-gateway")?,
+        (None, Mode::Production) => anyhow::bail!(
+            "the gateway needs MAITRED_GATEWAY_CLIENT_SECRET (its secret for the MCP server), or an MCP servers file"
+        ),
+    };
+    Ok(vec![ServerConfig {
+        name: "resos".to_owned(),
+        url: settings
+            .gateway
+            .mcp_url
+            .clone()
+            .unwrap_or_else(|| settings.mcp_resource()),
+        enabled: true,
+        read_only: false,
+        timeout: std::time::Duration::from_secs_f64(30.0),
+        // maitred's own server takes delegated tokens: calls reach it, and through it
+        // the backend, as the person who asked.
+        auth: AuthConfig::TokenExchange(ClientAuth {
+            client_id: "maitred-gateway".to_owned(),
+            client_secret: Some(secret),
+            client_secret_env: None,
+            scopes: vec!["mcp.read".to_owned(), "mcp.write".to_owned()],
+            resource: Some(settings.mcp_resource()),
+            issuer: None,
+            token_url: None,
+        }),
+        // maitred's own server: its annotations are ours, so they are believed.
+        trust_annotations: true,
+        read_only_tools: Vec::new(),
+        require_approval: Vec::new(),
+    }])
+}
+
+/// The configured model, or the offline one (a build without the `offline-model`
+/// feature needs an LLM endpoint).
+pub fn model(settings: &Settings, http: reqwest::Client) -> anyhow::Result<Arc<dyn ChatModel>> {
+    match &settings.gateway.llm {
+        Some(llm) => {
+            tracing::info!(model = %llm.model, base_url = %llm.base_url, "LLM: an OpenAI-compatible endpoint");
+            Ok(Arc::new(maitred_llm::openai::OpenAiModel::new(
+                http,
+                llm.clone(),
+            )))
+        }
+        None => offline_model(settings),
+    }
+}
+
+#[cfg(feature = "offline-model")]
+fn offline_model(settings: &Settings) -> anyhow::Result<Arc<dyn ChatModel>> {
+    tracing::info!(
+        "LLM: none configured; the built-in offline model answers (set MAITRED_LLM_BASE_URL for a real one)"
+    );
+    Ok(Arc::new(
+        maitred_offline_model::OfflineModel::new()
+            .with_fragment_delay(settings.gateway.offline_fragment_delay),
+    ))
+}
+
+#[cfg(not(feature = "offline-model"))]
+fn offline_model(_: &Settings) -> anyhow::Result<Arc<dyn ChatModel>> {
+    anyhow::bail!(
+        "no LLM configured, and this build has no offline model: set MAITRED_LLM_BASE_URL and MAITRED_LLM_MODEL"
+    )
+}
+
+/// Builds the gateway role; `model` is usually [`model`], tests pass their own.
+pub async fn router(
+    settings: &Settings,
+    db: Db,
+    model: Arc<dyn ChatModel>,
+    shutdown: CancellationToken,
+    tasks: TaskTracker,
+) -> anyhow::Result<(Router, GatewayState)> {
+    let metrics = Metrics::new();
+    let gateway_metrics = GatewayMetrics::register(&metrics);
+    let http = maitred_core::http_client::new()?;
+    let streaming = maitred_core::http_client::streaming()?;
+    let verifier = Arc::new(TokenVerifier::new(
+        http.clone(),
+        VerifierConfig::new(settings.issuer_location(), settings.gateway_resource()),
+    ));
+    let file = &settings.gateway.file;
+    let hub = ToolHub::new(
+        servers(settings)?,
+        streaming.clone(),
+        &settings.issuer_location(),
+        &file.resilience,
+        gateway_metrics.token_requests.clone(),
+        tasks.clone(),
+        settings.mode == maitred_core::settings::Mode::Dev,
+    )?;
+    GatewayMetrics::watch_breakers(&metrics, hub.clone());
+    // Discover the tools now rather than on the first question; a server not up yet
+    // is tried again when the next question needs it.
+    tasks.spawn({
+        let hub = hub.clone();
+        async move {
+            hub.catalogue().await;
+        }
+    });
+    let store = Store::new(db.clone());
+    // Ends once the answers have ended at shutdown, so their last events are written.
+    let live_stop = CancellationToken::new();
+    let timings = live::Timings {
+        grace: settings.gateway.stream_grace,
+        lease: settings.gateway.answer_lease,
+        ..live::Timings::default()
+    };
+    let live: Live = match &settings.gateway.redis {
+        Some(redis) => {
+            live::redis::RedisLive::start(
+                redis,
+                store.clone(),
+                &file.limits,
+                &file.resilience,
+                timings,
+                gateway_metrics.clone(),
+                tasks.clone(),
+                live_stop.clone(),
+            )
+            .await?
+        }
+        None => {
+            let memory = live::memory::MemoryLive::start(
+                db.clone(),
+                &settings.data_dir,
+                &file.limits,
+                &file.resilience,
+                timings,
+                gateway_metrics.clone(),
+                tasks.clone(),
+                live_stop.clone(),
+            )?;
+            // Answers a crash of this process left open are finished at start.
+            tasks.spawn({
+                let (memory, store) = (memory.clone(), store.clone());
+                async move {
+                    match memory.recover(&store).await {
+                        Ok(0) => {}
+                        Ok(n) => {
+                            tracing::warn!(
+                                answers = n,
+                                "finished the answers the last run left open"
+                            );
+                        }
+                        Err(error) => {
+                            tracing::error!(%error, "finishing the answers the last run left open");
+                        }
+                    }
+                }
+            });
+            memory
+        }
+    };
+    let approvals = Arc::new(Approvals::new(
+        db.clone(),
+        settings.gateway.approval_timeout,
+        live.clone(),
+    ));
+    let inputs = Arc::new(ToolInputs::new(
+        db.clone(),
+        settings.gateway.input_timeout,
+        live.clone(),
+    ));
+    let mut models = vec![model];
+    for fallback in settings.gateway.file.fallback_models()? {
+        tracing::info!(model = %fallback.model, base_url = %fallback.base_url, "LLM fallback");
+        models.push(Arc::new(maitred_llm::openai::OpenAiModel::new(
+            streaming.clone(),
+            fallback,
+        )));
+    }
+    let gateway = &settings.gateway;
+    let answerer = Arc::new(Answerer {
+        models: ModelRouter::new(models, file.resilience.clone(), live.models()),
+        policy: ToolPolicy::new(file.policy.clone()),
+        tools: hub,
+        approvals: approvals.clone(),
+        inputs: inputs.clone(),
+        limits: answer::Limits {
+            max_iterations: gateway.max_iterations,
+            tool_calls_per_question: file.limits.tool_calls_per_question,
+            tool_output_cap: gateway.tool_output_cap,
+            system_prompt: gateway.system_prompt.clone(),
+        },
+        metrics: gateway_metrics.clone(),
+    });
+    let sessions = Arc::new(Sessions::new(
+        db.clone(),
+        http,
+        settings.issuer_location(),
+        verifier.clone(),
+        &settings.gateway.endpoint.public_url,
+        settings.gateway_resource(),
+    ));
+    // At shutdown, running answers get a bounded time to finish.
+    tasks.spawn({
+        let local = live.local().clone();
+        let shutdown = shutdown.clone();
+        let grace = file.resilience.shutdown_grace;
+        async move {
+            shutdown.cancelled().await;
+            local.drain(grace).await;
+            live_stop.cancel();
+        }
+    });
+    let state = GatewayState {
+        answerer,
+        store,
+        approvals,
+        inputs,
+        live,
+        sessions,
+        verifier,
+        shutdown,
+        tasks,
+        body_limit: settings.backend.body_limit,
+        metrics,
+        gateway_metrics,
+        settings: Arc::new(settings.gateway.clone()),
+        ui: ui::UiFiles::new(settings.gateway.ui_dir.clone()),
+        login_budget: Arc::new(Budget::per_minute(settings.identity.rate_limit_per_minute)),
+    };
+    let api = Router::new()
+        .route(&format!("{API_PREFIX}/stream/chat"), post(chat::ask))
+        .route(
+            &format!("{API_PREFIX}/stream/chat/{{message_id}}"),
+            get(chat::resume),
+        )
+        .route(
+            &format!("{API_PREFIX}/chat/{{message_id}}/cancel"),
+            post(chat::cancel),
+        )
+        .route(
+            &format!("{API_PREFIX}/chat/approvals/{{id}}"),
+            post(chat::decide),
+        )
+        .route(
+            &format!("{API_PREFIX}/chat/inputs/{{id}}"),
+            post(chat::answer_input),
+        )
+        .route(
+            &format!("{API_PREFIX}/conversations"),
+            get(chat::conversations),
+        )
+        .route(
+            &format!("{API_PREFIX}/conversations/{{id}}"),
+            get(chat::conversation).delete(chat::delete_conversation),
+        )
+        .merge(login::routes())
+        .merge(openai_api::routes())
+        .fallback(ui::serve)
+        .layer(DefaultBodyLimit::max(settings.backend.body_limit))
+        // Browsers' Sec-Fetch-Site and Origin refuse cross-site writes outright; the
+        // session's CSRF token is the second line.
+        .layer(CsrfLayer::new())
+        .with_state(state.clone());
+    let router = http::health::routes(http::health::database(db)).merge(api);
+    Ok((
+        http::middleware::wrap(router, &state.metrics, &settings.trusted_proxies),
+        state,
+    ))
+}

@@ -1,0 +1,477 @@
+//! The browser's login, as a backend-for-frontend: the gateway runs the authorization
+//! code + PKCE flow with the identity provider itself, keeps the tokens server-side,
+//! and gives the browser only an HttpOnly session cookie. The refresh token is used
+//! whenever the access token lapses, so a login revoked at the issuer ends here too.
+
+use std::sync::Arc;
+use std::time::Duration;
+
+use anyhow::{Context, anyhow};
+use base64::Engine;
+use base64::engine::general_purpose::URL_SAFE_NO_PAD;
+use serde::Deserialize;
+use sha2::{Digest, Sha256};
+use sqlx::FromRow;
+use tokio::sync::OnceCell;
+
+use subtle::ConstantTimeEq;
+
+use super::error::GatewayError;
+use maitred_core::auth::{Principal, TokenVerifier};
+use maitred_core::db::Db;
+use maitred_core::issuer::Issuer;
+
+/// A browser login lasts this long at most (the issuer's refresh tokens last as long).
+const SESSION_SECS: i64 = 14 * 24 * 3600;
+/// An unfinished login (the user never came back from the login page) is forgotten.
+pub const LOGIN_ATTEMPT_SECS: i64 = 15 * 60;
+const SCOPES: &str = "openid profile email offline_access chat.read chat.write";
+/// Longest one refresh may hold a session's claim; a replica that died holding it
+/// frees it after this.
+const REFRESH_CLAIM_SECS: i64 = 15;
+/// How often a request waiting for another's refresh looks at its result.
+const REFRESH_POLL: Duration = Duration::from_millis(50);
+/// What a browser is told to wait when the issuer cannot refresh its session now.
+const RETRY_REFRESH_SECS: u64 = 5;
+
+/// The cookies of the browser login. Over https they carry the `__Host-` prefix, so
+/// the browser refuses them unless they are Secure, host-only and for the whole site:
+/// a sibling subdomain cannot plant or overwrite them.
+#[derive(Debug, Clone, Copy)]
+pub struct CookieNames {
+    pub session: &'static str,
+    /// Binds a login to the browser that started it (against login CSRF).
+    pub login: &'static str,
+    pub secure: bool,
+}
+
+impl CookieNames {
+    pub fn for_url(public_url: &str) -> Self {
+        if public_url.starts_with("https://") {
+            Self {
+                session: "__Host-maitred_session",
+                login: "__Host-maitred_login",
+                secure: true,
+            }
+        } else {
+            Self {
+                session: "maitred_session",
+                login: "maitred_login",
+                secure: false,
+            }
+        }
+    }
+}
+
+#[derive(Debug, Clone, FromRow)]
+pub struct Session {
+    pub subject: String,
+    pub name: Option<String>,
+    pub email: Option<String>,
+    pub roles: String,
+    pub scopes: String,
+    pub refresh_token: Option<String>,
+    /// The person's access token, for tools that act for them (token exchange).
+    pub access_token: Option<String>,
+    pub access_expires_at: i64,
+    pub csrf_token: String,
+    pub expires_at: i64,
+}
+
+impl Session {
+    pub fn roles(&self) -> Vec<String> {
+        self.roles.split_whitespace().map(str::to_owned).collect()
+    }
+}
+
+#[derive(Deserialize)]
+struct Endpoints {
+    authorization_endpoint: String,
+    token_endpoint: String,
+}
+
+#[derive(Deserialize)]
+struct TokenAnswer {
+    access_token: String,
+    refresh_token: Option<String>,
+    expires_in: Option<i64>,
+}
+
+/// Why the issuer did not give a token.
+#[derive(Debug, thiserror::Error)]
+enum TokenError {
+    /// The issuer said no (`invalid_grant` and the like): the login is over.
+    #[error("the issuer refused: {0}")]
+    Refused(String),
+    /// Busy, failing or unreachable: the login may well still stand.
+    #[error("the issuer is unavailable: {reason}")]
+    Unavailable { reason: String, retry_after: u64 },
+}
+
+/// Why a sign-in could not be finished; the browser is told to start again.
+#[derive(Debug, thiserror::Error)]
+pub enum LoginError {
+    #[error(
+        "this sign-in was not started in this browser, or it took too long; start the sign-in again"
+    )]
+    NotThisBrowser,
+    #[error("this sign-in link is unknown, expired or already used; start the sign-in again")]
+    UnknownAttempt,
+    #[error("the identity provider did not complete the sign-in: {0}")]
+    Issuer(String),
+    #[error(transparent)]
+    Internal(#[from] anyhow::Error),
+}
+
+pub struct Sessions {
+    db: Db,
+    http: reqwest::Client,
+    issuer: Issuer,
+    verifier: Arc<TokenVerifier>,
+    client_id: String,
+    redirect_uri: String,
+    resource: String,
+    /// The gateway's public URL: sign-ins return only to paths under it.
+    pub public_url: String,
+    pub cookies: CookieNames,
+    endpoints: OnceCell<Endpoints>,
+}
+
+fn hash(value: &str) -> String {
+    hex::encode(Sha256::digest(value.as_bytes()))
+}
+
+fn now() -> i64 {
+    chrono::Utc::now().timestamp()
+}
+
+impl Sessions {
+    pub fn new(
+        db: Db,
+        http: reqwest::Client,
+        issuer: Issuer,
+        verifier: Arc<TokenVerifier>,
+        gateway_url: &str,
+        resource: String,
+    ) -> Self {
+        Self {
+            db,
+            http,
+            issuer,
+            verifier,
+            client_id: "maitred-web".to_owned(),
+            redirect_uri: format!("{gateway_url}/login/callback"),
+            resource,
+            public_url: gateway_url.to_owned(),
+            cookies: CookieNames::for_url(gateway_url),
+            endpoints: OnceCell::new(),
+        }
+    }
+
+    async fn endpoints(&self) -> anyhow::Result<&Endpoints> {
+        self.endpoints
+            .get_or_try_init(|| async {
+                let mut last = anyhow!("the issuer publishes no metadata");
+                for url in self.issuer.metadata_urls() {
+                    match self.http.get(&url).send().await {
+                        Ok(response) if response.status().is_success() => {
+                            let found: Endpoints = response.json().await?;
+                            return Ok(Endpoints {
+                                // The browser goes to the public authorization endpoint;
+                                // the gateway itself talks to the internal token endpoint.
+                                authorization_endpoint: found.authorization_endpoint,
+                                token_endpoint: self.issuer.internalize(&found.token_endpoint),
+                            });
+                        }
+                        Ok(response) => last = anyhow!("GET {url}: HTTP {}", response.status()),
+                        Err(error) => last = anyhow!("GET {url}: {error}"),
+                    }
+                }
+                Err(last)
+            })
+            .await
+    }
+
+    /// Starts a login: remembers the PKCE verifier and returns the issuer URL to send
+    /// the browser to, and the `state` the browser must hold in its login cookie.
+    pub async fn begin(&self, return_to: &str) -> anyhow::Result<(String, String)> {
+        let state = maitred_core::random::token(24);
+        let verifier = maitred_core::random::token(48);
+        let nonce = maitred_core::random::token(16);
+        let challenge = URL_SAFE_NO_PAD.encode(Sha256::digest(verifier.as_bytes()));
+        sqlx::query("DELETE FROM login_attempts WHERE created_at < $1")
+            .bind(now() - LOGIN_ATTEMPT_SECS)
+            .execute(self.db.pool())
+            .await?;
+        sqlx::query(
+            "INSERT INTO login_attempts (state, code_verifier, nonce, return_to, created_at) VALUES ($1, $2, $3, $4, $5)",
+        )
+        .bind(&state)
+        .bind(&verifier)
+        .bind(&nonce)
+        .bind(return_to)
+        .bind(now())
+        .execute(self.db.pool())
+        .await?;
+        let endpoints = self.endpoints().await?;
+        let mut url = url::Url::parse(&endpoints.authorization_endpoint)
+            .context("the issuer's authorization endpoint")?;
+        url.query_pairs_mut()
+            .append_pair("response_type", "code")
+            .append_pair("client_id", &self.client_id)
+            .append_pair("redirect_uri", &self.redirect_uri)
+            .append_pair("scope", SCOPES)
+            .append_pair("state", &state)
+            .append_pair("nonce", &nonce)
+            .append_pair("code_challenge", &challenge)
+            .append_pair("code_challenge_method", "S256")
+            .append_pair("resource", &self.resource);
+        Ok((url.into(), state))
+    }
+
+    /// Finishes a login: exchanges the code, checks the token, stores the session.
+    /// `bound` is the state from the browser's login cookie: a callback opened in any
+    /// other browser than the one that started the login is refused, so nobody can
+    /// sign a victim in to the attacker's account by sending them a callback URL.
+    /// Returns the new cookie value and where to send the browser.
+    pub async fn finish(
+        &self,
+        code: &str,
+        state: &str,
+        bound: Option<&str>,
+    ) -> Result<(String, String), LoginError> {
+        let same_browser =
+            bound.is_some_and(|bound| bool::from(bound.as_bytes().ct_eq(state.as_bytes())));
+        if !same_browser {
+            return Err(LoginError::NotThisBrowser);
+        }
+        let attempt: Option<(String, String)> = sqlx::query_as(
+            "DELETE FROM login_attempts WHERE state = $1 AND created_at >= $2 RETURNING code_verifier, return_to",
+        )
+        .bind(state)
+        .bind(now() - LOGIN_ATTEMPT_SECS)
+        .fetch_optional(self.db.pool())
+        .await
+        .context("reading the login attempt")?;
+        let (verifier, return_to) = attempt.ok_or(LoginError::UnknownAttempt)?;
+        let answer = self
+            .token_request(&[
+                ("grant_type", "authorization_code"),
+                ("code", code),
+                ("redirect_uri", &self.redirect_uri),
+                ("client_id", &self.client_id),
+                ("code_verifier", &verifier),
+            ])
+            .await
+            .map_err(|e| LoginError::Issuer(e.to_string()))?;
+        let principal = self
+            .verifier
+            .verify(&answer.access_token)
+            .await
+            .map_err(|e| LoginError::Issuer(e.to_string()))?;
+        let cookie = maitred_core::random::token(32);
+        sqlx::query(
+            "INSERT INTO browser_sessions (id_hash, subject, name, email, roles, scopes, refresh_token, access_expires_at, csrf_token, created_at, expires_at, access_token) \
+             VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12)",
+        )
+        .bind(hash(&cookie))
+        .bind(&principal.subject)
+        .bind(&principal.name)
+        .bind(&principal.email)
+        .bind(principal.roles.join(" "))
+        .bind(principal.scopes.join(" "))
+        .bind(&answer.refresh_token)
+        .bind(principal.expires_at)
+        .bind(maitred_core::random::token(24))
+        .bind(now())
+        .bind(now() + SESSION_SECS)
+        .bind(&answer.access_token)
+        .execute(self.db.pool())
+        .await
+        .context("storing the session")?;
+        tracing::info!(subject = ?principal.subject, "browser signed in");
+        Ok((cookie, return_to))
+    }
+
+    async fn read(&self, id_hash: &str) -> Result<Option<Session>, GatewayError> {
+        Ok(sqlx::query_as(
+            "SELECT subject, name, email, roles, scopes, refresh_token, access_token, access_expires_at, csrf_token, expires_at \
+             FROM browser_sessions WHERE id_hash = $1",
+        )
+        .bind(id_hash)
+        .fetch_optional(self.db.pool())
+        .await?)
+    }
+
+    /// The session behind a cookie, refreshed at the issuer when its access token
+    /// lapsed. Only a refusal by the issuer ends a session: while the issuer is busy
+    /// or down the session stands and the request is answered 503 with Retry-After,
+    /// so nobody can sign others out by exhausting the issuer's rate limit.
+    pub async fn lookup(&self, cookie: &str) -> Result<Option<Session>, GatewayError> {
+        let id_hash = hash(cookie);
+        let waited_since = tokio::time::Instant::now();
+        loop {
+            let Some(session) = self.read(&id_hash).await? else {
+                return Ok(None);
+            };
+            if session.expires_at < now() {
+                self.end(cookie).await?;
+                return Ok(None);
+            }
+            if session.access_expires_at > now() {
+                return Ok(Some(session));
+            }
+            if self.claim_refresh(&id_hash).await? {
+                return self.refresh(cookie, &id_hash, session).await;
+            }
+            // Another request (here or on another replica) is refreshing this session:
+            // using the same refresh token too would look like theft to the issuer.
+            if waited_since.elapsed() > Duration::from_secs(REFRESH_CLAIM_SECS as u64) {
+                return Err(GatewayError::SessionUnavailable {
+                    retry_after: RETRY_REFRESH_SECS,
+                });
+            }
+            tokio::time::sleep(REFRESH_POLL).await;
+        }
+    }
+
+    /// Takes this session's refresh for this request, unless another holds it.
+    async fn claim_refresh(&self, id_hash: &str) -> Result<bool, GatewayError> {
+        let claimed = sqlx::query(
+            "UPDATE browser_sessions SET refreshing_until = $1 \
+             WHERE id_hash = $2 AND access_expires_at <= $3 \
+             AND (refreshing_until IS NULL OR refreshing_until < $3)",
+        )
+        .bind(now() + REFRESH_CLAIM_SECS)
+        .bind(id_hash)
+        .bind(now())
+        .execute(self.db.pool())
+        .await?;
+        Ok(claimed.rows_affected() == 1)
+    }
+
+    async fn release_refresh(&self, id_hash: &str) -> Result<(), GatewayError> {
+        sqlx::query("UPDATE browser_sessions SET refreshing_until = NULL WHERE id_hash = $1")
+            .bind(id_hash)
+            .execute(self.db.pool())
+            .await?;
+        Ok(())
+    }
+
+    async fn refresh(
+        &self,
+        cookie: &str,
+        id_hash: &str,
+        session: Session,
+    ) -> Result<Option<Session>, GatewayError> {
+        let Some(refresh) = &session.refresh_token else {
+            self.end(cookie).await?;
+            return Ok(None);
+        };
+        let answer = match self
+            .token_request(&[
+                ("grant_type", "refresh_token"),
+                ("refresh_token", refresh),
+                ("client_id", &self.client_id),
+            ])
+            .await
+        {
+            Ok(answer) => answer,
+            Err(TokenError::Refused(reason)) => {
+                tracing::info!(subject = ?session.subject, reason = ?reason, "session ended: the issuer refused its refresh");
+                self.end(cookie).await?;
+                return Ok(None);
+            }
+            Err(TokenError::Unavailable {
+                reason,
+                retry_after,
+            }) => {
+                tracing::warn!(subject = ?session.subject, reason = ?reason, "session kept: its refresh failed for now");
+                self.release_refresh(id_hash).await?;
+                return Err(GatewayError::SessionUnavailable { retry_after });
+            }
+        };
+        let principal: Principal = match self.verifier.verify(&answer.access_token).await {
+            Ok(principal) => principal,
+            Err(error) => {
+                self.release_refresh(id_hash).await?;
+                return Err(error.into());
+            }
+        };
+        let access_expires_at = answer
+            .expires_in
+            .map_or(principal.expires_at, |secs| now() + secs);
+        sqlx::query(
+            "UPDATE browser_sessions SET refresh_token = COALESCE($1, refresh_token), access_expires_at = $2, roles = $3, scopes = $4, refreshing_until = NULL, access_token = $6 WHERE id_hash = $5",
+        )
+        .bind(&answer.refresh_token)
+        .bind(access_expires_at)
+        .bind(principal.roles.join(" "))
+        .bind(principal.scopes.join(" "))
+        .bind(id_hash)
+        .bind(&answer.access_token)
+        .execute(self.db.pool())
+        .await?;
+        Ok(Some(Session {
+            refresh_token: answer.refresh_token.or(session.refresh_token.clone()),
+            access_token: Some(answer.access_token),
+            access_expires_at,
+            roles: principal.roles.join(" "),
+            scopes: principal.scopes.join(" "),
+            ..session
+        }))
+    }
+
+    pub async fn end(&self, cookie: &str) -> Result<(), GatewayError> {
+        sqlx::query("DELETE FROM browser_sessions WHERE id_hash = $1")
+            .bind(hash(cookie))
+            .execute(self.db.pool())
+            .await?;
+        Ok(())
+    }
+
+    async fn token_request(&self, form: &[(&str, &str)]) -> Result<TokenAnswer, TokenError> {
+        let unavailable = |reason: String| TokenError::Unavailable {
+            reason,
+            retry_after: RETRY_REFRESH_SECS,
+        };
+        let endpoints = self
+            .endpoints()
+            .await
+            .map_err(|e| unavailable(format!("{e:#}")))?;
+        let response = self
+            .http
+            .post(&endpoints.token_endpoint)
+            .form(form)
+            .send()
+            .await
+            .map_err(|e| unavailable(format!("cannot reach the token endpoint: {e}")))?;
+        let status = response.status();
+        let retry_after = response
+            .headers()
+            .get(reqwest::header::RETRY_AFTER)
+            .and_then(|v| v.to_str().ok())
+            .and_then(|v| v.trim().parse::<u64>().ok())
+            .unwrap_or(RETRY_REFRESH_SECS)
+            .clamp(1, 300);
+        let body: serde_json::Value = response.json().await.unwrap_or_default();
+        let described = || {
+            format!(
+                "{} {}",
+                body["error"].as_str().unwrap_or("error"),
+                body["error_description"].as_str().unwrap_or_default()
+            )
+        };
+        if status == reqwest::StatusCode::TOO_MANY_REQUESTS || status.is_server_error() {
+            return Err(TokenError::Unavailable {
+                reason: format!("HTTP {status}: {}", described()),
+                retry_after,
+            });
+        }
+        if !status.is_success() {
+            return Err(TokenError::Refused(described()));
+        }
+        serde_json::from_value(body)
+            .map_err(|e| unavailable(format!("the issuer's token answer: {e}")))
+    }
+}

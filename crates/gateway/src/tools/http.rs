@@ -1,0 +1,235 @@
+//! rmcp's HTTP transport with credentials that change: each request carries the
+//! current token, and a 401 forces one (single-flight) refresh and one retry.
+//!
+//! With delegation, the token depends on the request: a `tools/call` made for a
+//! person carries that person's token exchanged for the server (RFC 8693); what no
+//! person asks for (initialize, tools/list, notifications) carries the gateway's own.
+//! The call names its person by the tool call id in its `_meta`, which the hub
+//! registers for the length of the call.
+
+use std::borrow::Cow;
+use std::collections::HashMap;
+use std::sync::Arc;
+
+use axum::http::{HeaderName, HeaderValue};
+use futures::stream::BoxStream;
+use rmcp::model::{ClientJsonRpcMessage, ClientRequest, JsonRpcMessage};
+use rmcp::transport::streamable_http_client::{
+    StreamableHttpClient, StreamableHttpError, StreamableHttpPostResponse,
+};
+use sse_stream::{Error as SseError, Sse};
+
+use secrecy::{ExposeSecret, SecretString};
+
+use super::hub::TOOL_CALL_META;
+use maitred_core::delegation::{ExchangeError, Exchanger};
+use maitred_core::oauth_client::TokenSource;
+
+pub(super) enum Credentials {
+    Anonymous,
+    Static(secrecy::SecretString),
+    Issued(Box<TokenSource>),
+    /// The gateway's own token, and each person's exchanged one for their calls.
+    Delegated {
+        own: Box<TokenSource>,
+        exchanger: Box<Exchanger>,
+    },
+}
+
+/// The person's tokens of the calls under way, by tool call id.
+#[derive(Default)]
+pub(super) struct People(std::sync::Mutex<HashMap<String, SecretString>>);
+
+impl People {
+    fn lock(&self) -> std::sync::MutexGuard<'_, HashMap<String, SecretString>> {
+        self.0
+            .lock()
+            .unwrap_or_else(|poisoned| poisoned.into_inner())
+    }
+
+    fn of(&self, call: &str) -> Option<SecretString> {
+        self.lock().get(call).cloned()
+    }
+}
+
+/// A call's person, known to the transport until the call ends.
+pub(super) struct Acting<'a> {
+    people: &'a People,
+    call: String,
+}
+
+impl Drop for Acting<'_> {
+    fn drop(&mut self) {
+        self.people.lock().remove(&self.call);
+    }
+}
+
+impl Credentials {
+    /// The token for a request made for `person` (a person's token), or for nobody.
+    async fn token(&self, person: Option<&SecretString>) -> Result<Option<String>, String> {
+        match (self, person) {
+            (Credentials::Anonymous, _) => Ok(None),
+            (Credentials::Static(token), _) => Ok(Some(token.expose_secret().to_owned())),
+            (Credentials::Issued(source), _)
+            | (Credentials::Delegated { own: source, .. }, None) => {
+                source.token().await.map(Some).map_err(|e| format!("{e:#}"))
+            }
+            (Credentials::Delegated { exchanger, .. }, Some(person)) => exchanger
+                .token_for(person.expose_secret())
+                .await
+                .map(Some)
+                .map_err(|e| e.to_string()),
+        }
+    }
+
+    /// A fresh token after `rejected` was refused; `None` when nothing can change.
+    async fn refresh(&self, person: Option<&SecretString>, rejected: &str) -> Option<String> {
+        match (self, person) {
+            (Credentials::Issued(source), _)
+            | (Credentials::Delegated { own: source, .. }, None) => {
+                source.refresh(rejected).await.ok()
+            }
+            (Credentials::Delegated { exchanger, .. }, Some(person)) => exchanger
+                .refresh(person.expose_secret(), rejected)
+                .await
+                .ok(),
+            _ => None,
+        }
+    }
+}
+
+#[derive(Clone)]
+pub(super) struct AuthedHttp {
+    http: reqwest::Client,
+    credentials: Arc<Credentials>,
+    people: Arc<People>,
+}
+
+type Error = StreamableHttpError<reqwest::Error>;
+
+fn no_token(detail: String) -> Error {
+    StreamableHttpError::UnexpectedServerResponse(Cow::Owned(format!(
+        "no token for the MCP server: {detail}"
+    )))
+}
+
+impl AuthedHttp {
+    pub(super) fn new(http: reqwest::Client, credentials: Credentials) -> Self {
+        Self {
+            http,
+            credentials: Arc::new(credentials),
+            people: Arc::default(),
+        }
+    }
+
+    /// Whether calls must carry their person's token (delegation).
+    pub(super) fn delegates(&self) -> bool {
+        matches!(*self.credentials, Credentials::Delegated { .. })
+    }
+
+    /// Exchanges `person`'s token for the server now (or finds it kept), so a refusal
+    /// (the person's login revoked, their token expired) is told as such before the
+    /// call is sent, not as a failure of the transport.
+    pub(super) async fn exchange_for(&self, person: &SecretString) -> Result<(), ExchangeError> {
+        match &*self.credentials {
+            Credentials::Delegated { exchanger, .. } => {
+                exchanger.token_for(person.expose_secret()).await.map(drop)
+            }
+            _ => Ok(()),
+        }
+    }
+
+    /// Until the returned guard drops, requests of tool call `call` carry `person`'s
+    /// token, exchanged for the server.
+    pub(super) fn acting_for(&self, call: &str, person: SecretString) -> Acting<'_> {
+        self.people.lock().insert(call.to_owned(), person);
+        Acting {
+            people: &self.people,
+            call: call.to_owned(),
+        }
+    }
+
+    /// The person a message is sent for: a `tools/call` whose `_meta` names a call
+    /// under way for one.
+    fn person_of(&self, message: &ClientJsonRpcMessage) -> Option<SecretString> {
+        let JsonRpcMessage::Request(request) = message else {
+            return None;
+        };
+        let ClientRequest::CallToolRequest(call) = &request.request else {
+            return None;
+        };
+        let id = call.params.meta.as_ref()?.get(TOOL_CALL_META)?.as_str()?;
+        self.people.of(id)
+    }
+}
+
+impl StreamableHttpClient for AuthedHttp {
+    type Error = reqwest::Error;
+
+    async fn post_message(
+        &self,
+        uri: Arc<str>,
+        message: ClientJsonRpcMessage,
+        session_id: Option<Arc<str>>,
+        _auth_header: Option<String>,
+        custom_headers: HashMap<HeaderName, HeaderValue>,
+    ) -> Result<StreamableHttpPostResponse, Error> {
+        let person = self.person_of(&message);
+        let token = self
+            .credentials
+            .token(person.as_ref())
+            .await
+            .map_err(no_token)?;
+        let first = self
+            .http
+            .post_message(
+                uri.clone(),
+                message.clone(),
+                session_id.clone(),
+                token.clone(),
+                custom_headers.clone(),
+            )
+            .await;
+        match (first, token) {
+            (Err(StreamableHttpError::AuthRequired(_)), Some(rejected)) => {
+                let Some(fresh) = self.credentials.refresh(person.as_ref(), &rejected).await else {
+                    return Err(no_token(
+                        "the server refused the token and no other can be had".into(),
+                    ));
+                };
+                tracing::info!("the MCP server refused our token; retrying once with a fresh one");
+                self.http
+                    .post_message(uri, message, session_id, Some(fresh), custom_headers)
+                    .await
+            }
+            (other, _) => other,
+        }
+    }
+
+    async fn delete_session(
+        &self,
+        uri: Arc<str>,
+        session_id: Arc<str>,
+        _auth_header: Option<String>,
+        custom_headers: HashMap<HeaderName, HeaderValue>,
+    ) -> Result<(), Error> {
+        let token = self.credentials.token(None).await.map_err(no_token)?;
+        self.http
+            .delete_session(uri, session_id, token, custom_headers)
+            .await
+    }
+
+    async fn get_stream(
+        &self,
+        uri: Arc<str>,
+        session_id: Option<Arc<str>>,
+        last_event_id: Option<String>,
+        _auth_header: Option<String>,
+        custom_headers: HashMap<HeaderName, HeaderValue>,
+    ) -> Result<BoxStream<'static, Result<Sse, SseError>>, Error> {
+        let token = self.credentials.token(None).await.map_err(no_token)?;
+        self.http
+            .get_stream(uri, session_id, last_event_id, token, custom_headers)
+            .await
+    }
+}

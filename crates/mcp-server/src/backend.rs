@@ -1,0 +1,305 @@
+//! The MCP server's client for the backend API. A caller that acts for a person
+//! gets the backend called as that person: its token is exchanged (RFC 8693) for a
+//! backend token naming the person and, in `act`, this role and the caller. A caller
+//! acting for no person gets the backend called with the role's own
+//! client-credentials token. No caller's token is ever passed on as it is. Each
+//! request carries the tool call's trace in `traceparent` and its id in
+//! `maitred-tool-call-id`.
+
+use std::sync::Arc;
+use std::time::Duration;
+
+use prometheus_client::metrics::counter::Counter;
+use prometheus_client::metrics::family::Family;
+use reqwest::{Method, StatusCode};
+use serde_json::Value;
+
+use super::metrics::BackendLabels;
+use secrecy::{ExposeSecret, SecretString};
+
+use maitred_core::delegation::{ExchangeError, Exchanger, TOOL_CALL_HEADER};
+use maitred_core::metrics::status_class;
+use maitred_core::oauth_client::TokenSource;
+use maitred_core::trace_context::{TRACEPARENT, TraceContext};
+
+#[derive(Debug, thiserror::Error)]
+pub enum BackendError {
+    /// The backend answered 4xx: the request was wrong, and the message says why.
+    #[error("{message}")]
+    Rejected {
+        status: u16,
+        code: String,
+        message: String,
+        details: Option<Value>,
+    },
+    /// Down, slow, 5xx, or no token to be had: nothing the caller can fix.
+    #[error("{0}")]
+    Unavailable(String),
+}
+
+/// A cheap handle: clones share the connection pool and the token.
+#[derive(Clone)]
+pub struct BackendClient {
+    shared: Arc<Shared>,
+    /// The span requests are made from, sent as their parent.
+    trace: Option<TraceContext>,
+    /// The person's token this call acts on, to be exchanged for a backend token.
+    acting_for: Option<Arc<SecretString>>,
+    /// The gateway's tool call behind this call, for the backend's audit.
+    tool_call_id: Option<Arc<str>>,
+}
+
+struct Shared {
+    http: reqwest::Client,
+    /// `<backend>/api/v1/resos`
+    api: String,
+    tokens: TokenSource,
+    /// Trades a person's token for a backend token; `None` where no caller has a
+    /// token (stdio).
+    exchanger: Option<Exchanger>,
+    timeout: Duration,
+    requests: Family<BackendLabels, Counter>,
+}
+
+/// A list with the total the backend reported in `X-Total-Count`.
+pub struct Page {
+    pub items: Vec<Value>,
+    pub total: Option<u64>,
+}
+
+impl BackendClient {
+    /// Every request (a retry too) is counted on `requests`.
+    pub fn new(
+        http: reqwest::Client,
+        api: String,
+        tokens: TokenSource,
+        exchanger: Option<Exchanger>,
+        timeout: Duration,
+        requests: Family<BackendLabels, Counter>,
+    ) -> Self {
+        Self {
+            shared: Arc::new(Shared {
+                http,
+                api,
+                tokens,
+                exchanger,
+                timeout,
+                requests,
+            }),
+            trace: None,
+            acting_for: None,
+            tool_call_id: None,
+        }
+    }
+
+    /// This client for one tool call: `trace` as the parent of its requests, the
+    /// person's `token` (if the caller acts for one) to act on, `tool_call_id` named.
+    pub fn for_call(
+        &self,
+        trace: TraceContext,
+        token: Option<SecretString>,
+        tool_call_id: Option<&str>,
+    ) -> Self {
+        Self {
+            shared: self.shared.clone(),
+            trace: Some(trace),
+            acting_for: token
+                .filter(|_| self.shared.exchanger.is_some())
+                .map(Arc::new),
+            tool_call_id: tool_call_id.map(Arc::from),
+        }
+    }
+
+    /// Whether this call reaches the backend as a person.
+    pub fn acts_for_a_person(&self) -> bool {
+        self.acting_for.is_some()
+    }
+
+    pub fn timeout(&self) -> Duration {
+        self.shared.timeout
+    }
+
+    pub async fn get(&self, path: &str, query: &[(&str, String)]) -> Result<Value, BackendError> {
+        Ok(self.send(Method::GET, path, query, None).await?.0)
+    }
+
+    pub async fn list(&self, path: &str, query: &[(&str, String)]) -> Result<Page, BackendError> {
+        let (body, total) = self.send(Method::GET, path, query, None).await?;
+        let items = match body {
+            Value::Array(items) => items,
+            other => {
+                return Err(BackendError::Unavailable(format!(
+                    "the backend answered {path} with {} instead of a list",
+                    kind(&other)
+                )));
+            }
+        };
+        Ok(Page { items, total })
+    }
+
+    pub async fn post(&self, path: &str, body: &Value) -> Result<Value, BackendError> {
+        Ok(self.send(Method::POST, path, &[], Some(body)).await?.0)
+    }
+
+    pub async fn put(&self, path: &str, body: &Value) -> Result<Value, BackendError> {
+        Ok(self.send(Method::PUT, path, &[], Some(body)).await?.0)
+    }
+
+    /// One call, within the timeout; a 401 forces one token refresh and one retry.
+    async fn send(
+        &self,
+        method: Method,
+        path: &str,
+        query: &[(&str, String)],
+        body: Option<&Value>,
+    ) -> Result<(Value, Option<u64>), BackendError> {
+        let shared = &self.shared;
+        let count = |status: &'static str| {
+            shared
+                .requests
+                .get_or_create(&BackendLabels {
+                    method: method_label(&method),
+                    status,
+                })
+                .inc();
+        };
+        let call = async {
+            let mut token = self.token(None).await?;
+            let mut retried = false;
+            loop {
+                let mut request = shared
+                    .http
+                    .request(method.clone(), format!("{}{path}", shared.api))
+                    .bearer_auth(&token)
+                    .query(query);
+                if let Some(trace) = &self.trace {
+                    request = request.header(TRACEPARENT, trace.header_value());
+                }
+                if let Some(id) = &self.tool_call_id {
+                    request = request.header(TOOL_CALL_HEADER, id.as_ref());
+                }
+                if let Some(body) = body {
+                    request = request.json(body);
+                }
+                let response = request.send().await.map_err(|e| {
+                    count("error");
+                    BackendError::Unavailable(format!(
+                        "the backend cannot be reached: {}",
+                        root_cause(&e)
+                    ))
+                })?;
+                count(status_class(response.status().as_u16()));
+                if response.status() == StatusCode::UNAUTHORIZED && !retried {
+                    tracing::info!("the backend refused our token; refreshing it once");
+                    token = self.token(Some(&token)).await?;
+                    retried = true;
+                    continue;
+                }
+                return read(response).await;
+            }
+        };
+        match tokio::time::timeout(shared.timeout, call).await {
+            Ok(result) => result,
+            Err(_) => {
+                count("timeout");
+                Err(BackendError::Unavailable(format!(
+                    "the backend did not answer within {} s",
+                    shared.timeout.as_secs_f64()
+                )))
+            }
+        }
+    }
+
+    async fn token(&self, rejected: Option<&str>) -> Result<String, BackendError> {
+        if let (Some(person), Some(exchanger)) = (&self.acting_for, &self.shared.exchanger) {
+            let subject = person.expose_secret();
+            let exchanged = match rejected {
+                Some(rejected) => exchanger.refresh(subject, rejected).await,
+                None => exchanger.token_for(subject).await,
+            };
+            return exchanged.map_err(|error| match error {
+                ExchangeError::Refused { .. } => {
+                    tracing::info!(%error, "the issuer would not let us act for the caller's person");
+                    BackendError::Rejected {
+                        status: 401,
+                        code: "AUTHENTICATION_ERROR".to_owned(),
+                        message: format!(
+                            "the backend cannot be called for this person: {error}; sign in again"
+                        ),
+                        details: None,
+                    }
+                }
+                ExchangeError::Unavailable(_) => {
+                    tracing::warn!(%error, "no token for the backend");
+                    BackendError::Unavailable(format!("cannot get a token for the backend: {error}"))
+                }
+            });
+        }
+        let token = match rejected {
+            Some(rejected) => self.shared.tokens.refresh(rejected).await,
+            None => self.shared.tokens.token().await,
+        };
+        token.map_err(|e| {
+            tracing::warn!(error = format!("{e:#}"), "no token for the backend");
+            BackendError::Unavailable(format!("cannot get a token for the backend: {e:#}"))
+        })
+    }
+}
+
+async fn read(response: reqwest::Response) -> Result<(Value, Option<u64>), BackendError> {
+    let status = response.status();
+    let total = response
+        .headers()
+        .get("x-total-count")
+        .and_then(|v| v.to_str().ok())
+        .and_then(|v| v.parse().ok());
+    let body: Value = response.json().await.unwrap_or(Value::Null);
+    if status.is_success() {
+        return Ok((body, total));
+    }
+    let message = body["message"]
+        .as_str()
+        .map(str::to_owned)
+        .unwrap_or_else(|| format!("HTTP {status}"));
+    if status.is_client_error() {
+        Err(BackendError::Rejected {
+            status: status.as_u16(),
+            code: body["code"]
+                .as_str()
+                .unwrap_or("INVALID_REQUEST")
+                .to_owned(),
+            message,
+            details: body.get("details").cloned().filter(|d| !d.is_null()),
+        })
+    } else {
+        Err(BackendError::Unavailable(format!(
+            "the backend failed ({status}): {message}"
+        )))
+    }
+}
+
+fn method_label(method: &Method) -> &'static str {
+    match *method {
+        Method::GET => "GET",
+        Method::POST => "POST",
+        Method::PUT => "PUT",
+        Method::DELETE => "DELETE",
+        _ => "other",
+    }
+}
+
+fn kind(value: &Value) -> &'static str {
+    match value {
+        Value::Null => "nothing",
+        Value::Object(_) => "an object",
+        _ => "a scalar",
+    }
+}
+
+fn root_cause(error: &(dyn std::error::Error + 'static)) -> String {
+    let mut cause = error;
+    while let Some(next) = cause.source() {
+        cause = next;
+    }
+    cause.to_string()
+}

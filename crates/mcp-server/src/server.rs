@@ -1,0 +1,327 @@
+//! The MCP server handler: tools/list from the catalogue, tools/call through the
+//! scope check into the tools, and one audit line per call.
+
+use std::borrow::Cow;
+use std::sync::Arc;
+use std::time::Instant;
+
+use rmcp::model::{
+    CallToolRequestParams, CallToolResponse, CallToolResult, CompleteRequestMethod,
+    CompleteRequestParams, CompleteResult, ContentBlock, Implementation, ListPromptsRequestMethod,
+    ListPromptsResult, ListResourceTemplatesResult, ListResourcesResult, ListToolsResult,
+    PaginatedRequestParams, ProtocolVersion, ReadResourceRequestParams, ReadResourceResponse,
+    ServerCapabilities, ServerConfig, Tool,
+};
+use rmcp::service::RequestContext;
+use rmcp::{ErrorData, RoleServer, ServerHandler};
+use secrecy::SecretString;
+use serde_json::Value;
+use tracing::Instrument;
+
+use super::audit;
+use super::backend::BackendClient;
+use super::booking_guest::{self, Settled};
+use super::catalogue::{CREATE_BOOKING, Entry, READ_SCOPE, catalogue};
+use super::metrics::{McpMetrics, Outcome};
+use super::progress::Progress;
+use super::sealed_state::StateSeal;
+use super::tools;
+use maitred_core::auth::{Principal, bearer_token};
+use maitred_core::trace_context::TraceContext;
+
+/// The `_meta` key under which a caller may name the end user it acts for. It is
+/// logged for audit, never used to decide access: a delegated token names the
+/// person, and that is what reaches the backend.
+pub const END_USER_META: &str = "maitred/endUserId";
+
+/// The `_meta` key under which the gateway names its tool call; passed to the
+/// backend for its write audit.
+pub(super) const TOOL_CALL_META: &str = "maitred/toolCallId";
+
+const INSTRUCTIONS: &str = "Tools for one restaurant's reservation system (resOS compatible): customers, \
+bookings, tables, opening hours and guest feedback. Read tools never change anything. Before booking, \
+check getAvailableTimes; when a time is taken, offer the nearest free times the error names. Dates are \
+YYYY-MM-DD, times HH:MM in the restaurant's local time. List results carry `total`, the number of \
+matching records: use it for counts.";
+
+/// Who may call what: over HTTP the caller's token decides; over stdio the local
+/// user who started the process is trusted with every tool.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Access {
+    Token,
+    Local,
+}
+
+#[derive(Clone)]
+pub struct McpServer {
+    shared: Arc<Shared>,
+}
+
+struct Shared {
+    tools: Vec<Entry>,
+    backend: BackendClient,
+    access: Access,
+    metrics: McpMetrics,
+    seal: StateSeal,
+}
+
+impl McpServer {
+    pub fn new(
+        backend: BackendClient,
+        access: Access,
+        metrics: McpMetrics,
+        seal: StateSeal,
+    ) -> Self {
+        Self {
+            shared: Arc::new(Shared {
+                tools: catalogue(),
+                backend,
+                access,
+                metrics,
+                seal,
+            }),
+        }
+    }
+
+    pub fn entry(&self, name: &str) -> Option<&Entry> {
+        self.shared.tools.iter().find(|e| e.tool.name == name)
+    }
+}
+
+fn principal(ctx: &RequestContext<RoleServer>) -> Option<Principal> {
+    ctx.extensions
+        .get::<axum::http::request::Parts>()
+        .and_then(|parts| parts.extensions.get::<Principal>())
+        .cloned()
+}
+
+/// The caller's token, when it acts for a person (it names their roles, or clients
+/// acting for them): the backend is then called as that person. A client acting
+/// for no person (client credentials) gets `None`, and the role's own token is used.
+fn person_token(
+    ctx: &RequestContext<RoleServer>,
+    caller: Option<&Principal>,
+) -> Option<SecretString> {
+    let caller = caller?;
+    if caller.roles.is_empty() && caller.actors.is_empty() {
+        return None;
+    }
+    let parts = ctx.extensions.get::<axum::http::request::Parts>()?;
+    bearer_token(parts)
+        .ok()
+        .map(|token| SecretString::from(token.to_owned()))
+}
+
+/// The tool call's own span in the trace: a child of the caller's `_meta.traceparent`
+/// when it is valid, else of the HTTP request's span (over stdio: a new trace).
+fn trace(ctx: &RequestContext<RoleServer>) -> TraceContext {
+    let from_meta = ctx.meta.get_traceparent().and_then(TraceContext::parse);
+    let from_http = || {
+        ctx.extensions
+            .get::<axum::http::request::Parts>()
+            .and_then(|parts| parts.extensions.get::<TraceContext>())
+            .copied()
+    };
+    from_meta
+        .or_else(from_http)
+        .map_or_else(TraceContext::new_root, |parent| parent.child())
+}
+
+impl ServerHandler for McpServer {
+    fn get_info(&self) -> ServerConfig {
+        ServerConfig::new(
+            ServerCapabilities::builder()
+                .enable_tools()
+                .enable_resources()
+                .build(),
+        )
+        .with_server_info(
+            Implementation::new("maitred", env!("CARGO_PKG_VERSION"))
+                .with_title("maitred restaurant reservations"),
+        )
+        .with_instructions(INSTRUCTIONS)
+    }
+
+    fn supported_protocol_versions(&self) -> Cow<'static, [ProtocolVersion]> {
+        Cow::Borrowed(&[ProtocolVersion::V_2026_07_28, ProtocolVersion::V_2025_11_25])
+    }
+
+    async fn list_tools(
+        &self,
+        _request: Option<PaginatedRequestParams>,
+        _ctx: RequestContext<RoleServer>,
+    ) -> Result<ListToolsResult, ErrorData> {
+        Ok(ListToolsResult::with_all_items(
+            self.shared.tools.iter().map(|e| e.tool.clone()).collect(),
+        ))
+    }
+
+    // Prompts and completions are not offered (nor declared), so they are unknown
+    // methods rather than empty lists.
+    async fn list_prompts(
+        &self,
+        _request: Option<PaginatedRequestParams>,
+        _ctx: RequestContext<RoleServer>,
+    ) -> Result<ListPromptsResult, ErrorData> {
+        Err(ErrorData::method_not_found::<ListPromptsRequestMethod>())
+    }
+
+    /// One resource: the write audit, read as the caller's person.
+    async fn list_resources(
+        &self,
+        _request: Option<PaginatedRequestParams>,
+        _ctx: RequestContext<RoleServer>,
+    ) -> Result<ListResourcesResult, ErrorData> {
+        Ok(ListResourcesResult::with_all_items(vec![audit::resource()]))
+    }
+
+    async fn list_resource_templates(
+        &self,
+        _request: Option<PaginatedRequestParams>,
+        _ctx: RequestContext<RoleServer>,
+    ) -> Result<ListResourceTemplatesResult, ErrorData> {
+        Ok(ListResourceTemplatesResult::with_all_items(Vec::new()))
+    }
+
+    async fn read_resource(
+        &self,
+        request: ReadResourceRequestParams,
+        ctx: RequestContext<RoleServer>,
+    ) -> Result<ReadResourceResponse, ErrorData> {
+        if request.uri != audit::AUDIT_URI {
+            return Err(audit::not_found(&request.uri));
+        }
+        let caller = principal(&ctx);
+        if self.shared.access == Access::Token
+            && !caller.as_ref().is_some_and(|p| p.has_scope(READ_SCOPE))
+        {
+            return Err(ErrorData::invalid_request(
+                format!("reading {} needs the scope {READ_SCOPE}", audit::AUDIT_URI),
+                None,
+            ));
+        }
+        let backend =
+            self.shared
+                .backend
+                .for_call(trace(&ctx), person_token(&ctx, caller.as_ref()), None);
+        audit::read(&backend).await.map(Into::into)
+    }
+
+    async fn complete(
+        &self,
+        _request: CompleteRequestParams,
+        _ctx: RequestContext<RoleServer>,
+    ) -> Result<CompleteResult, ErrorData> {
+        Err(ErrorData::method_not_found::<CompleteRequestMethod>())
+    }
+
+    fn get_tool(&self, name: &str) -> Option<Tool> {
+        self.entry(name).map(|e| e.tool.clone())
+    }
+
+    async fn call_tool(
+        &self,
+        request: CallToolRequestParams,
+        ctx: RequestContext<RoleServer>,
+    ) -> Result<CallToolResponse, ErrorData> {
+        let trace = trace(&ctx);
+        let name = request.name.to_string();
+        // The tool label is a catalogue name: a client cannot mint new series.
+        let tool = if self.entry(&name).is_some() {
+            name.clone()
+        } else {
+            "unknown".to_owned()
+        };
+        let span = tracing::info_span!(
+            "tool_call",
+            tool = %tool,
+            trace_id = %trace.trace_id(),
+            span_id = %trace.span_id(),
+        );
+        let started = Instant::now();
+        let (outcome, result) = self
+            .call(request, &ctx, trace)
+            .instrument(span.clone())
+            .await;
+        let elapsed = started.elapsed();
+        self.shared
+            .metrics
+            .record_call(&tool, outcome, elapsed.as_secs_f64());
+        let caller = principal(&ctx);
+        span.in_scope(|| {
+            tracing::info!(
+                tool = ?name,
+                subject = ?caller.as_ref().map_or("local", |p| p.subject.as_str()),
+                client_id = ?caller.as_ref().and_then(|p| p.client_id.as_deref()),
+                end_user = ?ctx.meta.get(END_USER_META).and_then(serde_json::Value::as_str),
+                outcome = outcome.as_str(),
+                duration_ms = elapsed.as_millis() as u64,
+                "tool call"
+            );
+        });
+        result
+    }
+}
+
+impl McpServer {
+    /// The scope check and the tool itself, in the tool call's span.
+    async fn call(
+        &self,
+        request: CallToolRequestParams,
+        ctx: &RequestContext<RoleServer>,
+        trace: TraceContext,
+    ) -> (Outcome, Result<CallToolResponse, ErrorData>) {
+        let name = request.name.to_string();
+        let Some(entry) = self.entry(&name) else {
+            return (
+                Outcome::Invalid,
+                Err(ErrorData::invalid_params(
+                    format!("unknown tool {name}; tools/list names the tools"),
+                    None,
+                )),
+            );
+        };
+        let caller = principal(ctx);
+        let scope = entry.effect.scope();
+        // The HTTP layer has already answered 403 for a missing scope; this is the
+        // handler's own check, so no path around that layer reaches the backend.
+        let allowed = match (self.shared.access, &caller) {
+            (Access::Local, _) => true,
+            (Access::Token, Some(p)) => p.has_scope(scope),
+            (Access::Token, None) => false,
+        };
+        if !allowed {
+            tracing::warn!(tool = ?name, "tool call refused: missing scope {scope}");
+            return (
+                Outcome::Refused,
+                Ok(CallToolResult::error(vec![ContentBlock::text(format!(
+                    "{name} needs the scope {scope}, which this caller's token does not carry"
+                ))])
+                .into()),
+            );
+        }
+        let tool_call_id = ctx.meta.get(TOOL_CALL_META).and_then(Value::as_str);
+        let backend =
+            self.shared
+                .backend
+                .for_call(trace, person_token(ctx, caller.as_ref()), tool_call_id);
+        let mut arguments = request.arguments.clone();
+        if name == CREATE_BOOKING {
+            let settled =
+                booking_guest::settle(&self.shared.seal, &backend, &request, ctx, caller.as_ref())
+                    .await;
+            match settled {
+                Settled::Ready(settled) => arguments = Some(settled),
+                Settled::Answered(outcome, response) => return (outcome, Ok(response)),
+                Settled::Invalid(message) => {
+                    return (
+                        Outcome::Invalid,
+                        Err(ErrorData::invalid_params(message, None)),
+                    );
+                }
+            }
+        }
+        let (outcome, result) = tools::run(entry, backend, arguments, Progress::of(ctx)).await;
+        (outcome, result.map(Into::into))
+    }
+}
