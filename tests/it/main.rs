@@ -24,6 +24,7 @@ mod chat;
 mod crash;
 mod delegation;
 mod dialects;
+mod docs;
 mod elicitation;
 mod errors;
 mod golden;
