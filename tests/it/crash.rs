@@ -30,7 +30,9 @@ async fn a_crash_mid_answer_loses_nothing_that_was_shown() {
     let (backend, gateway) = (ports.backend_url(), ports.gateway_url());
     let ready = [backend.as_str(), gateway.as_str()];
     let mut maitred = Maitred::start(&["all"], data.path(), &env, &ready).await;
-    let http = maitred::http_client::new().unwrap();
+    // The answer streams for longer than a request/response client allows a whole
+    // exchange (30 s) when the machine is busy; the reader bounds each wait itself.
+    let http = maitred::http_client::streaming().unwrap();
     let token = maitred.token(&backend, "maitred-cli").await;
 
     let mut stream = ask(&http, &gateway, &token, "Talk a long while").await;

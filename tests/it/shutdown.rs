@@ -32,7 +32,9 @@ async fn sigterm_finishes_short_answers_interrupts_long_ones_and_loses_nothing()
     ]);
     let (backend, gateway) = (ports.backend_url(), ports.gateway_url());
     let mut process = Maitred::start(&["all"], data.path(), &env, &[&backend, &gateway]).await;
-    let http = maitred::http_client::new().unwrap();
+    // The answer streams for longer than a request/response client allows a whole
+    // exchange (30 s) when the machine is busy; the reader bounds each wait itself.
+    let http = maitred::http_client::streaming().unwrap();
     let token = &process.token(&backend, "maitred-cli").await;
 
     let mut long = ask(&http, &gateway, token, "Talk a long while").await;
