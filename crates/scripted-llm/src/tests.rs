@@ -33,6 +33,21 @@ async fn post(llm: &ScriptedLlm, body: &Value) -> reqwest::Response {
         .unwrap()
 }
 
+/// A scripted LLM that plays `turns`, each once.
+async fn scripted(turns: impl IntoIterator<Item = Turn>) -> ScriptedLlm {
+    ScriptedLlm::start(Script::new(turns)).await.unwrap()
+}
+
+/// Asks `question` alone, streamed.
+async fn ask(llm: &ScriptedLlm, question: &str) -> reqwest::Response {
+    post(llm, &streaming(json!([user(question)]))).await
+}
+
+/// Asks `question` alone, streamed, and reads the whole body.
+async fn ask_text(llm: &ScriptedLlm, question: &str) -> String {
+    ask(llm, question).await.text().await.unwrap()
+}
+
 /// The payloads of an SSE body's `data:` lines.
 fn data_lines(body: &str) -> Vec<String> {
     assert!(
@@ -78,10 +93,8 @@ fn words_keep_their_leading_whitespace() {
 
 #[tokio::test]
 async fn text_stream_is_byte_for_byte_openai() {
-    let llm = ScriptedLlm::start(Script::new([Turn::text("Hello there")]))
-        .await
-        .unwrap();
-    let response = post(&llm, &streaming(json!([user("hi")]))).await;
+    let llm = scripted([Turn::text("Hello there")]).await;
+    let response = ask(&llm, "hi").await;
     assert_eq!(response.status(), 200);
     assert_eq!(response.headers()["content-type"], "text/event-stream");
     assert_eq!(response.headers()["cache-control"], "no-cache");
@@ -105,16 +118,8 @@ async fn text_stream_is_byte_for_byte_openai() {
 
 #[tokio::test]
 async fn exact_fragments_are_sent_as_given() {
-    let llm = ScriptedLlm::start(Script::new([Turn::text_fragments([
-        "Hel", "lo", " wor", "ld",
-    ])]))
-    .await
-    .unwrap();
-    let body = post(&llm, &streaming(json!([user("hi")])))
-        .await
-        .text()
-        .await
-        .unwrap();
+    let llm = scripted([Turn::text_fragments(["Hel", "lo", " wor", "ld"])]).await;
+    let body = ask_text(&llm, "hi").await;
     let contents: Vec<Value> = chunks(&body)
         .iter()
         .map(|c| c["choices"][0]["delta"]["content"].clone())
@@ -138,14 +143,8 @@ async fn tool_calls_interleave_and_reassemble() {
         ToolCallSpec::new("call_a", "search", r#"{"query":"tables for four"}"#),
         ToolCallSpec::new("call_b", "opening_hours", r#"{"day":"friday"}"#),
     ];
-    let llm = ScriptedLlm::start(Script::new([Turn::tool_calls(calls.clone())]))
-        .await
-        .unwrap();
-    let body = post(&llm, &streaming(json!([user("book")])))
-        .await
-        .text()
-        .await
-        .unwrap();
+    let llm = scripted([Turn::tool_calls(calls.clone())]).await;
+    let body = ask_text(&llm, "book").await;
     let chunks = chunks(&body);
 
     let first = &chunks[0]["choices"][0]["delta"];
@@ -204,12 +203,8 @@ async fn tool_call_options_text_repeat_ids_and_pieces() {
         .with_text("One moment.")
         .repeat_ids()
         .argument_pieces(2);
-    let llm = ScriptedLlm::start(Script::new([turn])).await.unwrap();
-    let body = post(&llm, &streaming(json!([user("x")])))
-        .await
-        .text()
-        .await
-        .unwrap();
+    let llm = scripted([turn]).await;
+    let body = ask_text(&llm, "x").await;
     let chunks = chunks(&body);
     let deltas: Vec<&Value> = chunks.iter().map(|c| &c["choices"][0]["delta"]).collect();
     assert_eq!(deltas[0], &json!({"role": "assistant", "content": ""}));
@@ -228,12 +223,11 @@ async fn tool_call_options_text_repeat_ids_and_pieces() {
 
 #[tokio::test]
 async fn usage_chunk_only_when_requested() {
-    let llm = ScriptedLlm::start(Script::new([
+    let llm = scripted([
         Turn::text("counted words").usage(10, 5),
         Turn::text("not counted"),
-    ]))
-    .await
-    .unwrap();
+    ])
+    .await;
     let mut with_usage = streaming(json!([user("hi")]));
     with_usage["stream_options"] = json!({"include_usage": true});
     let body = post(&llm, &with_usage).await.text().await.unwrap();
@@ -247,11 +241,7 @@ async fn usage_chunk_only_when_requested() {
         assert!(line.ends_with(r#"}],"usage":null}"#), "{line}");
     }
 
-    let body = post(&llm, &streaming(json!([user("hi")])))
-        .await
-        .text()
-        .await
-        .unwrap();
+    let body = ask_text(&llm, "hi").await;
     assert!(!body.contains("usage"));
     assert!(body.ends_with("data: [DONE]\n\n"));
 }
@@ -275,13 +265,8 @@ async fn default_usage_is_chars_over_four() {
 
 #[tokio::test]
 async fn rate_limit_has_retry_after_and_openai_error() {
-    let llm = ScriptedLlm::start(Script::new([
-        Turn::status(429).retry_after(7),
-        Turn::status(503),
-    ]))
-    .await
-    .unwrap();
-    let response = post(&llm, &streaming(json!([user("hi")]))).await;
+    let llm = scripted([Turn::status(429).retry_after(7), Turn::status(503)]).await;
+    let response = ask(&llm, "hi").await;
     assert_eq!(response.status(), 429);
     assert_eq!(response.headers()["retry-after"], "7");
     assert_eq!(response.headers()["content-type"], "application/json");
@@ -296,7 +281,7 @@ async fn rate_limit_has_retry_after_and_openai_error() {
             .contains("Rate limit")
     );
 
-    let response = post(&llm, &streaming(json!([user("hi")]))).await;
+    let response = ask(&llm, "hi").await;
     assert_eq!(response.status(), 503);
     assert!(response.headers().get("retry-after").is_none());
     let body: Value = response.json().await.unwrap();
@@ -305,10 +290,8 @@ async fn rate_limit_has_retry_after_and_openai_error() {
 
 #[tokio::test]
 async fn cut_after_breaks_the_stream() {
-    let llm = ScriptedLlm::start(Script::new([Turn::text("one two three four").cut_after(2)]))
-        .await
-        .unwrap();
-    let response = post(&llm, &streaming(json!([user("hi")]))).await;
+    let llm = scripted([Turn::text("one two three four").cut_after(2)]).await;
+    let response = ask(&llm, "hi").await;
     assert_eq!(response.status(), 200);
     let mut stream = response.bytes_stream();
     let mut received = Vec::new();
@@ -336,14 +319,8 @@ async fn cut_after_breaks_the_stream() {
 
 #[tokio::test]
 async fn malformed_line_is_not_json() {
-    let llm = ScriptedLlm::start(Script::new([Turn::text("a b c").malformed_at(2)]))
-        .await
-        .unwrap();
-    let body = post(&llm, &streaming(json!([user("hi")])))
-        .await
-        .text()
-        .await
-        .unwrap();
+    let llm = scripted([Turn::text("a b c").malformed_at(2)]).await;
+    let body = ask_text(&llm, "hi").await;
     let lines = data_lines(&body);
     assert_eq!(lines.len(), 6);
     assert_eq!(
@@ -359,12 +336,8 @@ async fn malformed_line_is_not_json() {
 #[tokio::test]
 async fn without_index_omits_the_index() {
     let turn = Turn::tool_calls([ToolCallSpec::new("call_1", "f", r#"{"a":1}"#)]).without_index();
-    let llm = ScriptedLlm::start(Script::new([turn])).await.unwrap();
-    let body = post(&llm, &streaming(json!([user("hi")])))
-        .await
-        .text()
-        .await
-        .unwrap();
+    let llm = scripted([turn]).await;
+    let body = ask_text(&llm, "hi").await;
     let chunks = chunks(&body);
     let calls: Vec<&Value> = chunks
         .iter()
@@ -380,15 +353,10 @@ async fn without_index_omits_the_index() {
 
 #[tokio::test]
 async fn hang_then_client_drop_closes_promptly() {
-    let llm = ScriptedLlm::start(Script::new([Turn::text("never sent").hang()]))
+    let llm = scripted([Turn::text("never sent").hang()]).await;
+    let response = tokio::time::timeout(Duration::from_secs(2), ask(&llm, "hi"))
         .await
-        .unwrap();
-    let response = tokio::time::timeout(
-        Duration::from_secs(2),
-        post(&llm, &streaming(json!([user("hi")]))),
-    )
-    .await
-    .expect("headers arrive although the body hangs");
+        .expect("headers arrive although the body hangs");
     assert_eq!(response.status(), 200);
     assert_eq!(llm.open_streams(), 1);
     let mut stream = response.bytes_stream();
@@ -407,7 +375,7 @@ async fn hang_then_client_drop_closes_promptly() {
 async fn client_drop_mid_stream_counts_as_closed_early() {
     let turn = Turn::text("a b c d e f g h").paced(Duration::from_millis(50));
     let llm = ScriptedLlm::start(Script::repeat(turn)).await.unwrap();
-    let response = post(&llm, &streaming(json!([user("hi")]))).await;
+    let response = ask(&llm, "hi").await;
     let mut stream = response.bytes_stream();
     let _first = stream.next().await.unwrap().unwrap();
     drop(stream);
@@ -418,20 +386,14 @@ async fn client_drop_mid_stream_counts_as_closed_early() {
     assert_eq!(llm.closed_early(), 1);
 
     // A stream read to the end is not counted.
-    post(&llm, &streaming(json!([user("hi")])))
-        .await
-        .text()
-        .await
-        .unwrap();
+    ask_text(&llm, "hi").await;
     assert_eq!(llm.closed_early(), 1);
 }
 
 #[tokio::test]
 async fn stop_ends_hanging_streams() {
-    let llm = ScriptedLlm::start(Script::new([Turn::text("x").hang()]))
-        .await
-        .unwrap();
-    let response = post(&llm, &streaming(json!([user("hi")]))).await;
+    let llm = scripted([Turn::text("x").hang()]).await;
+    let response = ask(&llm, "hi").await;
     let started = Instant::now();
     llm.stop().await;
     assert!(started.elapsed() < Duration::from_secs(2));
@@ -441,9 +403,9 @@ async fn stop_ends_hanging_streams() {
 #[tokio::test]
 async fn first_token_delay_comes_after_the_headers() {
     let turn = Turn::text("late").first_token_delay(Duration::from_millis(1000));
-    let llm = ScriptedLlm::start(Script::new([turn])).await.unwrap();
+    let llm = scripted([turn]).await;
     let started = Instant::now();
-    let response = post(&llm, &streaming(json!([user("hi")]))).await;
+    let response = ask(&llm, "hi").await;
     // Generous: a loaded CI machine can be slow, but not by most of a second.
     assert!(
         started.elapsed() < Duration::from_millis(700),
@@ -456,15 +418,9 @@ async fn first_token_delay_comes_after_the_headers() {
 
 #[tokio::test]
 async fn exhausted_script_answers_500_and_records() {
-    let llm = ScriptedLlm::start(Script::new([Turn::text("only")]))
-        .await
-        .unwrap();
-    post(&llm, &streaming(json!([user("one")])))
-        .await
-        .text()
-        .await
-        .unwrap();
-    let response = post(&llm, &streaming(json!([user("two")]))).await;
+    let llm = scripted([Turn::text("only")]).await;
+    ask_text(&llm, "one").await;
+    let response = ask(&llm, "two").await;
     assert_eq!(response.status(), 500);
     let body: Value = response.json().await.unwrap();
     assert_eq!(body["error"]["type"], "server_error");
@@ -509,9 +465,7 @@ async fn requests_are_recorded_in_order() {
 
 #[tokio::test]
 async fn invalid_requests_get_400_and_keep_the_turn() {
-    let llm = ScriptedLlm::start(Script::new([Turn::text("still here")]))
-        .await
-        .unwrap();
+    let llm = scripted([Turn::text("still here")]).await;
     let bad_tool_result = streaming(json!([
         user("hi"),
         {"role": "assistant", "content": null, "tool_calls": [
@@ -540,11 +494,7 @@ async fn invalid_requests_get_400_and_keep_the_turn() {
         .unwrap();
     assert_eq!(response.status(), 400);
 
-    let body = post(&llm, &streaming(json!([user("hi")])))
-        .await
-        .text()
-        .await
-        .unwrap();
+    let body = ask_text(&llm, "hi").await;
     assert!(body.contains(r#"{"content":"still"}"#));
 }
 
@@ -642,7 +592,7 @@ async fn api_key_is_checked() {
     let llm = ScriptedLlm::start_with_key(Script::repeat(Turn::text("ok")), "sk-right-key-123")
         .await
         .unwrap();
-    let response = post(&llm, &streaming(json!([user("hi")]))).await;
+    let response = ask(&llm, "hi").await;
     assert_eq!(response.status(), 401);
     let body: Value = response.json().await.unwrap();
     assert_eq!(body["error"]["type"], "invalid_request_error");
@@ -681,7 +631,7 @@ async fn api_key_is_checked() {
 
 #[tokio::test]
 async fn models_list_and_unknown_routes() {
-    let llm = ScriptedLlm::start(Script::new([])).await.unwrap();
+    let llm = scripted([]).await;
     let models = client()
         .get(format!("{}/models", llm.base_url()))
         .send()
@@ -704,12 +654,11 @@ async fn models_list_and_unknown_routes() {
 
 #[tokio::test]
 async fn non_streaming_requests_get_a_completion() {
-    let llm = ScriptedLlm::start(Script::new([
+    let llm = scripted([
         Turn::text("Hello there").usage(3, 2),
         Turn::tool_calls([ToolCallSpec::new("call_1", "f", r#"{"a":1}"#)]),
-    ]))
-    .await
-    .unwrap();
+    ])
+    .await;
     let request = json!({"model": "gpt-test", "messages": [user("hi")]});
     let response = post(&llm, &request).await;
     assert_eq!(response.headers()["content-type"], "application/json");
@@ -928,15 +877,14 @@ mod with_async_openai {
 
     #[tokio::test]
     async fn async_openai_sees_the_faults() {
-        let llm = ScriptedLlm::start(Script::new([
+        let llm = scripted([
             Turn::tool_calls([ToolCallSpec::new("call_1", "search", "{}")]).without_index(),
             Turn::status(429).retry_after(0),
             Turn::text("after the retry"),
             Turn::status(400).message("scripted rejection"),
             Turn::text("a b c").cut_after(2),
-        ]))
-        .await
-        .unwrap();
+        ])
+        .await;
         let client = openai(&llm);
 
         // A missing index is exactly what async-openai cannot parse.
@@ -1067,10 +1015,8 @@ async fn raw_turns_send_their_lines_exactly() {
         r#"{"id": "chatcmpl-1", "choices": [{"index": 0, "delta": {"role": "assistant", "content": null}}]}"#,
         "[DONE]",
     ];
-    let llm = ScriptedLlm::start(Script::new([Turn::raw(lines)]))
-        .await
-        .unwrap();
-    let response = post(&llm, &streaming(json!([user("hi")]))).await;
+    let llm = scripted([Turn::raw(lines)]).await;
+    let response = ask(&llm, "hi").await;
     assert_eq!(
         response.text().await.unwrap(),
         format!("data: {}\n\ndata: [DONE]\n\n", lines[0])

@@ -1,7 +1,7 @@
 //! The request checks a real provider makes, with OpenAI's wording, so a
 //! gateway bug in how it builds requests fails here instead of in production.
 
-use serde_json::Value;
+use serde_json::{Map, Value};
 
 /// A 400 `invalid_request_error`.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -145,19 +145,13 @@ fn validate_messages(messages: &[Value]) -> Result<(), Invalid> {
                         None,
                     ));
                 }
-                let id = match m.get("tool_call_id") {
-                    None | Some(Value::Null) => {
-                        return Err(missing(format!("messages[{i}].tool_call_id")));
-                    }
-                    Some(Value::String(id)) => id,
-                    Some(other) => {
-                        return Err(wrong_type(
-                            format!("messages[{i}].tool_call_id"),
-                            "a string",
-                            other,
-                        ));
-                    }
-                };
+                let id = required(
+                    m,
+                    &format!("messages[{i}]"),
+                    "tool_call_id",
+                    "a string",
+                    Value::as_str,
+                )?;
                 let Some(at) = pending.iter().position(|p| p == id) else {
                     return Err(invalid(
                         format!(
@@ -238,7 +232,7 @@ fn unanswered(index: usize, ids: &[String]) -> Invalid {
     )
 }
 
-fn require_content(m: &serde_json::Map<String, Value>, i: usize) -> Result<(), Invalid> {
+fn require_content(m: &Map<String, Value>, i: usize) -> Result<(), Invalid> {
     match m.get("content") {
         None | Some(Value::Null) => Err(missing(format!("messages[{i}].content"))),
         Some(Value::String(_) | Value::Array(_)) => Ok(()),
@@ -256,44 +250,42 @@ fn validate_tool_call(call: &Value, i: usize, j: usize) -> Result<String, Invali
     let Some(c) = call.as_object() else {
         return Err(wrong_type(at, "an object", call));
     };
-    let id = match c.get("id") {
-        Some(Value::String(id)) => id.clone(),
-        None | Some(Value::Null) => return Err(missing(format!("{at}.id"))),
-        Some(other) => return Err(wrong_type(format!("{at}.id"), "a string", other)),
-    };
-    match c.get("type") {
-        Some(Value::String(t)) if t == "function" => {}
-        None | Some(Value::Null) => return Err(missing(format!("{at}.type"))),
-        Some(other) => {
-            return Err(invalid(
-                format!("Invalid value: {other}. Supported values are: 'function'."),
-                Some(format!("{at}.type")),
-                Some("invalid_value"),
-            ));
-        }
-    }
-    let function = match c.get("function") {
-        Some(Value::Object(f)) => f,
-        None | Some(Value::Null) => return Err(missing(format!("{at}.function"))),
-        Some(other) => return Err(wrong_type(format!("{at}.function"), "an object", other)),
-    };
-    match function.get("name") {
-        Some(Value::String(_)) => {}
-        None | Some(Value::Null) => return Err(missing(format!("{at}.function.name"))),
-        Some(other) => return Err(wrong_type(format!("{at}.function.name"), "a string", other)),
-    }
-    match function.get("arguments") {
-        Some(Value::String(_)) => {}
-        None | Some(Value::Null) => return Err(missing(format!("{at}.function.arguments"))),
-        Some(other) => {
-            return Err(wrong_type(
-                format!("{at}.function.arguments"),
-                "a string",
-                other,
-            ));
-        }
-    }
+    let id = required(c, &at, "id", "a string", Value::as_str)?.to_owned();
+    require_function_type(c, &at)?;
+    let function = required(c, &at, "function", "an object", Value::as_object)?;
+    let at = format!("{at}.function");
+    required(function, &at, "name", "a string", Value::as_str)?;
+    required(function, &at, "arguments", "a string", Value::as_str)?;
     Ok(id)
+}
+
+/// `object[key]`, which must be there, not null, and what `pick` takes (`expected`,
+/// as the error says); `at` is the object's own parameter path.
+fn required<'v, T>(
+    object: &'v Map<String, Value>,
+    at: &str,
+    key: &str,
+    expected: &str,
+    pick: impl FnOnce(&'v Value) -> Option<T>,
+) -> Result<T, Invalid> {
+    let param = format!("{at}.{key}");
+    match object.get(key) {
+        None | Some(Value::Null) => Err(missing(param)),
+        Some(value) => pick(value).ok_or_else(|| wrong_type(param, expected, value)),
+    }
+}
+
+/// A tool call's or a tool's `type`, which must be `"function"`.
+fn require_function_type(object: &Map<String, Value>, at: &str) -> Result<(), Invalid> {
+    match object.get("type") {
+        Some(Value::String(kind)) if kind == "function" => Ok(()),
+        None | Some(Value::Null) => Err(missing(format!("{at}.type"))),
+        Some(other) => Err(invalid(
+            format!("Invalid value: {other}. Supported values are: 'function'."),
+            Some(format!("{at}.type")),
+            Some("invalid_value"),
+        )),
+    }
 }
 
 fn valid_name_char(c: char) -> bool {
@@ -306,29 +298,15 @@ fn validate_tools(tools: &[Value]) -> Result<(), Invalid> {
         let Some(t) = tool.as_object() else {
             return Err(wrong_type(at, "an object", tool));
         };
-        match t.get("type") {
-            Some(Value::String(kind)) if kind == "function" => {}
-            None | Some(Value::Null) => return Err(missing(format!("{at}.type"))),
-            Some(other) => {
-                return Err(invalid(
-                    format!("Invalid value: {other}. Supported values are: 'function'."),
-                    Some(format!("{at}.type")),
-                    Some("invalid_value"),
-                ));
-            }
-        }
-        let function = match t.get("function") {
-            Some(Value::Object(f)) => f,
-            None | Some(Value::Null) => return Err(missing(format!("{at}.function"))),
-            Some(other) => return Err(wrong_type(format!("{at}.function"), "an object", other)),
-        };
-        let name = match function.get("name") {
-            Some(Value::String(name)) => name,
-            None | Some(Value::Null) => return Err(missing(format!("{at}.function.name"))),
-            Some(other) => {
-                return Err(wrong_type(format!("{at}.function.name"), "a string", other));
-            }
-        };
+        require_function_type(t, &at)?;
+        let function = required(t, &at, "function", "an object", Value::as_object)?;
+        let name = required(
+            function,
+            &format!("{at}.function"),
+            "name",
+            "a string",
+            Value::as_str,
+        )?;
         let param = format!("{at}.function.name");
         if name.chars().count() > 64 {
             return Err(invalid(
