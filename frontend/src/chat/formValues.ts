@@ -1,7 +1,8 @@
-// What the person typed into a request's form: its starting values, the checks that
-// mirror the schema (so most mistakes are caught before the round trip; the server
-// checks again), and the content sent back with the schema's own types.
+// What the person typed into a request's form: its starting values, the schema's checks
+// (so most mistakes are caught before the round trip; the server checks again), and the
+// content sent back with the schema's own types.
 
+import { format, Validator, type Schema } from "@cfworker/json-schema";
 import type { FormField } from "./formSchema";
 
 /**
@@ -52,86 +53,182 @@ export function initialValues(fields: FormField[]): FormValues {
   return values;
 }
 
+// The checks are the schema's own, run by a JSON Schema validator on the content that
+// would be sent. @cfworker/json-schema interprets the schema as data: no code is made
+// from it with `eval` or `new Function`, which the gateway's Content-Security-Policy
+// (`script-src 'self'`) refuses in the browser. Ajv, for one, does exactly that.
+
+// Two formats are checked as before rather than as the library does. Its email check
+// takes "ada@example" (a host with no dot), which the gateway refuses; its uri check is
+// RFC 3986 to the letter and refuses "https://bücher.de/", which the gateway (a WHATWG
+// URL parser, as `new URL` is) takes. The table is the library's, shared by every
+// validator in the page.
 const EMAIL = /^[^\s@]+@[^\s@]+\.[^\s@]+$/;
-const DATE = /^(\d{4})-(\d{2})-(\d{2})$/;
-const LOCAL_DATE_TIME = /^\d{4}-\d{2}-\d{2}T\d{2}:\d{2}(:\d{2}(\.\d{1,3})?)?$/;
 
-function isDate(value: string): boolean {
-  const m = DATE.exec(value);
-  if (!m) return false;
-  const [y, mo, d] = [Number(m[1]), Number(m[2]), Number(m[3])];
-  const at = new Date(Date.UTC(y, mo - 1, d));
-  // 2026-02-30 parses as 2 March: only a date that comes back as written is real.
-  return at.getUTCFullYear() === y && at.getUTCMonth() === mo - 1 && at.getUTCDate() === d;
-}
-
-function isAbsoluteUri(value: string): boolean {
+format.email = (value: string): boolean => EMAIL.test(value);
+format.uri = (value: string): boolean => {
   try {
     return new URL(value).protocol !== "";
   } catch {
     return false;
   }
+};
+
+/** What a `datetime-local` input gives: the person's clock, to the minute or finer. */
+const LOCAL_DATE_TIME = /^\d{4}-\d{2}-\d{2}T\d{2}:\d{2}(:\d{2}(\.\d{1,3})?)?$/;
+
+/** A `datetime-local` value as the RFC 3339 time sent; anything else as typed, for the validator to refuse. */
+function localToSent(value: string): string {
+  if (!LOCAL_DATE_TIME.test(value)) return value;
+  const at = new Date(value);
+  return Number.isNaN(at.getTime()) ? value : at.toISOString();
+}
+
+/** Stands for a choice no option has: no option's value is null. */
+const NO_OPTION = null;
+
+/**
+ * One field's value as it would be sent, typed as the schema says; undefined when it is
+ * left out (an optional field left empty, or a required one not filled in). What cannot
+ * be typed so (a number that is not one) stays as typed, so that the validator says so.
+ */
+function sentValue(field: FormField, value: FormValue | undefined): unknown {
+  switch (field.kind) {
+    case "boolean":
+      return value === true;
+    case "choices": {
+      const ticked = Array.isArray(value) ? value : [];
+      const chosen = field.options.filter((_, i) => ticked.includes(String(i))).map((o) => o.value);
+      return chosen.length > 0 || field.required ? chosen : undefined;
+    }
+    default:
+  }
+  if (typeof value !== "string" || value.trim() === "") return undefined;
+  switch (field.kind) {
+    case "choice":
+      return field.options[Number(value)]?.value ?? NO_OPTION;
+    case "number":
+    case "integer": {
+      const typed = value.trim();
+      const n = Number(typed);
+      return Number.isFinite(n) ? n : typed;
+    }
+    case "datetime":
+      return localToSent(value);
+    default:
+      return value;
+  }
+}
+
+const TEXT_FORMATS: Partial<Record<FormField["kind"], string>> = {
+  email: "email",
+  url: "uri",
+  date: "date",
+  datetime: "date-time",
+};
+
+/** The field's schema again, from what the form kept of it. */
+function propertySchema(field: FormField): Schema {
+  switch (field.kind) {
+    case "boolean":
+      return { type: "boolean" };
+    case "choice":
+      return { enum: field.options.map((o) => o.value) };
+    case "choices": {
+      // A required list is one with something chosen: sent empty, it would say nothing.
+      const minItems = Math.max(field.minItems ?? 0, field.required ? 1 : 0);
+      return {
+        type: "array",
+        items: { enum: field.options.map((o) => o.value) },
+        ...(minItems > 0 && { minItems }),
+        ...(field.maxItems !== undefined && { maxItems: field.maxItems }),
+      };
+    }
+    case "number":
+    case "integer":
+      return {
+        type: field.kind,
+        ...(field.minimum !== undefined && { minimum: field.minimum }),
+        ...(field.maximum !== undefined && { maximum: field.maximum }),
+      };
+    default:
+      return {
+        type: "string",
+        ...(field.minLength !== undefined && { minLength: field.minLength }),
+        ...(field.maxLength !== undefined && { maxLength: field.maxLength }),
+        ...(TEXT_FORMATS[field.kind] !== undefined && { format: TEXT_FORMATS[field.kind] }),
+      };
+  }
+}
+
+// One validator per field (an object of that one property), made when first needed.
+const validators = new WeakMap<FormField, Validator>();
+
+function validatorOf(field: FormField): Validator {
+  let validator = validators.get(field);
+  if (!validator) {
+    const schema: Schema = {
+      type: "object",
+      properties: { [field.name]: propertySchema(field) },
+      required: field.required ? [field.name] : [],
+    };
+    // Every error, not the first: which one is shown is chosen below.
+    validator = new Validator(schema, "2020-12", false);
+    validators.set(field, validator);
+  }
+  return validator;
 }
 
 const characters = (n: number): string => `${n} character${n === 1 ? "" : "s"}`;
 
-function textProblem(field: Extract<FormField, { kind: "text" | "email" | "url" | "date" | "datetime" }>, value: string): string | null {
-  // Lengths as JSON Schema counts them: in code points, not UTF-16 units.
-  const length = [...value].length;
-  if (field.minLength !== undefined && length < field.minLength) return `Enter at least ${characters(field.minLength)}.`;
-  if (field.maxLength !== undefined && length > field.maxLength) return `Enter at most ${characters(field.maxLength)}.`;
-  switch (field.kind) {
-    case "email":
-      return EMAIL.test(value) ? null : "Enter an email address, like name@example.com.";
-    case "url":
-      return isAbsoluteUri(value) ? null : "Enter a full address, like https://example.com.";
-    case "date":
-      return isDate(value) ? null : "Enter a date.";
-    case "datetime":
-      return LOCAL_DATE_TIME.test(value) && !Number.isNaN(new Date(value).getTime()) ? null : "Enter a date and time.";
-    default:
-      return null;
+const FORMAT_PROBLEMS: Partial<Record<FormField["kind"], string>> = {
+  email: "Enter an email address, like name@example.com.",
+  url: "Enter a full address, like https://example.com.",
+  date: "Enter a date.",
+  datetime: "Enter a date and time.",
+};
+
+/** The validator's keywords whose errors are shown, the first found of them in this order. */
+const SHOWN = ["required", "type", "enum", "minLength", "maxLength", "format", "minimum", "maximum", "minItems", "maxItems"] as const;
+type Shown = (typeof SHOWN)[number];
+
+/** A validator's error, in words for the person. */
+function problemText(field: FormField, keyword: Shown): string {
+  const limits = propertySchema(field);
+  switch (keyword) {
+    case "required":
+      return field.kind === "choice" ? "Choose one." : "This is required.";
+    case "type":
+      if (field.kind === "integer") return "Enter a whole number.";
+      if (field.kind === "number") return "Enter a number.";
+      return field.kind === "choice" ? "Choose one of the options." : "This is not accepted.";
+    case "enum":
+      return "Choose one of the options.";
+    case "minLength":
+      return `Enter at least ${characters(Number(limits.minLength))}.`;
+    case "maxLength":
+      return `Enter at most ${characters(Number(limits.maxLength))}.`;
+    case "format":
+      return FORMAT_PROBLEMS[field.kind] ?? "This is not accepted.";
+    case "minimum":
+      return `Enter ${String(limits.minimum)} or more.`;
+    case "maximum":
+      return `Enter ${String(limits.maximum)} or less.`;
+    case "minItems":
+      return limits.minItems === 1 ? "Choose at least one." : `Choose at least ${String(limits.minItems)}.`;
+    case "maxItems":
+      return `Choose at most ${String(limits.maxItems)}.`;
   }
-}
-
-function numberProblem(field: Extract<FormField, { kind: "number" | "integer" }>, value: string): string | null {
-  const n = Number(value);
-  if (!Number.isFinite(n)) return field.kind === "integer" ? "Enter a whole number." : "Enter a number.";
-  if (field.kind === "integer" && !Number.isInteger(n)) return "Enter a whole number.";
-  if (field.minimum !== undefined && n < field.minimum) return `Enter ${field.minimum} or more.`;
-  if (field.maximum !== undefined && n > field.maximum) return `Enter ${field.maximum} or less.`;
-  return null;
-}
-
-function choicesProblem(field: Extract<FormField, { kind: "choices" }>, ticked: string[]): string | null {
-  const n = ticked.filter((i) => field.options[Number(i)] !== undefined).length;
-  // Left empty, an optional field is left out of the content: no count applies.
-  if (n === 0 && !field.required) return null;
-  const min = Math.max(field.minItems ?? 0, field.required ? 1 : 0);
-  if (n < min) return min === 1 ? "Choose at least one." : `Choose at least ${min}.`;
-  if (field.maxItems !== undefined && n > field.maxItems) return `Choose at most ${field.maxItems}.`;
-  return null;
 }
 
 /** What is wrong with one field's value, in words for the person; null when nothing. */
 export function fieldProblem(field: FormField, value: FormValue | undefined): string | null {
-  if (field.kind === "boolean") return null;
-  if (field.kind === "choices") return choicesProblem(field, Array.isArray(value) ? value : []);
-  const raw = typeof value === "string" ? value : "";
-  const typed = field.kind === "choice" ? raw : raw.trim();
-  if (typed === "") {
-    if (!field.required) return null;
-    return field.kind === "choice" ? "Choose one." : "This is required.";
-  }
-  switch (field.kind) {
-    case "choice":
-      return field.options[Number(typed)] ? null : "Choose one of the options.";
-    case "number":
-    case "integer":
-      return numberProblem(field, typed);
-    default:
-      return textProblem(field, raw);
-  }
+  const sent = sentValue(field, value);
+  const { valid, errors } = validatorOf(field).validate(sent === undefined ? {} : { [field.name]: sent });
+  if (valid) return null;
+  const keywords = new Set(errors.map((e) => e.keyword));
+  const shown = SHOWN.find((k) => keywords.has(k));
+  return shown ? problemText(field, shown) : "This is not accepted.";
 }
 
 /** Every field's problem, by field name; empty when the form can be sent. */
@@ -148,34 +245,8 @@ export function formProblems(fields: FormField[], values: FormValues): Record<st
 export function formContent(fields: FormField[], values: FormValues): Record<string, unknown> {
   const content: Record<string, unknown> = {};
   for (const f of fields) {
-    const value = values[f.name];
-    if (f.kind === "boolean") {
-      content[f.name] = value === true;
-      continue;
-    }
-    if (f.kind === "choices") {
-      const ticked = Array.isArray(value) ? value : [];
-      const chosen = f.options.filter((_, i) => ticked.includes(String(i))).map((o) => o.value);
-      if (chosen.length > 0 || f.required) content[f.name] = chosen;
-      continue;
-    }
-    if (typeof value !== "string" || value.trim() === "") continue;
-    switch (f.kind) {
-      case "choice": {
-        const option = f.options[Number(value)];
-        if (option) content[f.name] = option.value;
-        break;
-      }
-      case "number":
-      case "integer":
-        content[f.name] = Number(value.trim());
-        break;
-      case "datetime":
-        content[f.name] = fromLocalInput(value);
-        break;
-      default:
-        content[f.name] = value;
-    }
+    const value = sentValue(f, values[f.name]);
+    if (value !== undefined) content[f.name] = value;
   }
   return content;
 }
