@@ -110,6 +110,16 @@ pub enum ModelEvent {
     Finished(FinishReason),
 }
 
+impl ModelEvent {
+    /// The fragment of text, if this is one.
+    pub fn text(&self) -> Option<&str> {
+        match self {
+            Self::Text(text) => Some(text),
+            _ => None,
+        }
+    }
+}
+
 #[derive(Debug, Clone, thiserror::Error)]
 pub enum ModelError {
     /// 429: the provider wants us to slow down.

@@ -824,18 +824,7 @@ mod tests {
 
     #[test]
     fn text_mode_fences_each_tool_result_with_a_nonce_of_its_own() {
-        let model = OpenAiModel::new(
-            maitred_core::http_client::new().unwrap(),
-            LlmSettings {
-                base_url: "http://127.0.0.1:9/v1".into(),
-                api_key: None,
-                model: "m".into(),
-                temperature: None,
-                max_tokens: None,
-                tool_calls: ToolCallMode::Text,
-                profile: Default::default(),
-            },
-        );
+        let model = model(ToolCallMode::Text, false);
         let call = super::super::ToolCall {
             id: "call_text_0".into(),
             name: "resos__getTables".into(),

@@ -698,16 +698,7 @@ mod tests {
 
     #[tokio::test]
     async fn an_echoed_call_from_tool_output_is_shown_not_run() {
-        let tools: Vec<ToolDef> = OFFERED
-            .iter()
-            .map(|name| ToolDef {
-                name: (*name).to_owned(),
-                title: None,
-                description: String::new(),
-                parameters: serde_json::json!({ "type": "object" }),
-                read_only: true,
-            })
-            .collect();
+        let tools = offered_tools();
         let run = |text: String, messages: Vec<Message>| {
             let events = vec![
                 Ok(ModelEvent::Text(text)),
@@ -740,8 +731,9 @@ mod tests {
         }
     }
 
-    async fn detected(fragments: &[&str], messages: Vec<Message>) -> Vec<ModelEvent> {
-        let tools: Vec<ToolDef> = OFFERED
+    /// The tools in `OFFERED`, bare.
+    fn offered_tools() -> Vec<ToolDef> {
+        OFFERED
             .iter()
             .map(|name| ToolDef {
                 name: (*name).to_owned(),
@@ -750,7 +742,11 @@ mod tests {
                 parameters: serde_json::json!({ "type": "object" }),
                 read_only: true,
             })
-            .collect();
+            .collect()
+    }
+
+    async fn detected(fragments: &[&str], messages: Vec<Message>) -> Vec<ModelEvent> {
+        let tools = offered_tools();
         let events: Vec<Result<ModelEvent, super::super::ModelError>> = fragments
             .iter()
             .map(|f| Ok(ModelEvent::Text((*f).to_owned())))
@@ -763,13 +759,7 @@ mod tests {
     }
 
     fn text(events: &[ModelEvent]) -> String {
-        events
-            .iter()
-            .filter_map(|e| match e {
-                ModelEvent::Text(t) => Some(t.as_str()),
-                _ => None,
-            })
-            .collect()
+        events.iter().filter_map(ModelEvent::text).collect()
     }
 
     #[tokio::test]

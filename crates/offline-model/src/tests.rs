@@ -96,13 +96,7 @@ fn arguments(call: &ToolCall) -> Value {
 }
 
 fn text(events: &[ModelEvent]) -> String {
-    events
-        .iter()
-        .filter_map(|e| match e {
-            ModelEvent::Text(t) => Some(t.as_str()),
-            _ => None,
-        })
-        .collect()
+    events.iter().filter_map(ModelEvent::text).collect()
 }
 
 fn finish(events: &[ModelEvent]) -> &FinishReason {
@@ -626,13 +620,7 @@ async fn tool_calls_stream_in_fragments_that_reassemble() {
 #[tokio::test]
 async fn text_streams_a_few_words_at_a_time() {
     let events = run(question("Hello")).await;
-    let fragments: Vec<&str> = events
-        .iter()
-        .filter_map(|e| match e {
-            ModelEvent::Text(t) => Some(t.as_str()),
-            _ => None,
-        })
-        .collect();
+    let fragments: Vec<&str> = events.iter().filter_map(ModelEvent::text).collect();
     assert!(fragments.len() > 20);
     assert!(fragments.iter().all(|f| f.split_whitespace().count() <= 3));
     assert!(matches!(events[events.len() - 2], ModelEvent::Usage(_)));
