@@ -12,10 +12,10 @@ use serde::Serialize;
 
 use super::error::OAuthError;
 use super::form::Params;
-use super::registry::Client;
+use super::registry::{Client, User};
 use super::store::{self, NewRefresh, Redeemed};
-use super::tokens::{Extras, Subject};
-use super::{Grant, SharedIdentity, exchange, pkce, policy};
+use super::tokens::{Extras, Issued, Subject};
+use super::{Grant, Identity, SharedIdentity, exchange, pkce, policy};
 use maitred_core::http::client_ip::ClientIp;
 
 /// A login (refresh-token family) lasts this long, however often it is refreshed.
@@ -278,21 +278,13 @@ async fn authorization_code(
     let audience =
         policy::granted_audience(&params.all("resource"), grant.resource.as_deref(), client)?;
     let scopes: Vec<String> = grant.scope.split_whitespace().map(str::to_owned).collect();
-    let user = identity
-        .registry
-        .user(&grant.subject)
-        .ok_or_else(|| OAuthError::invalid_grant("the user no longer exists"))?;
-    // `sid` ties the token to its login, so a token exchange refuses it once the
-    // login is revoked.
-    let access = identity.tokens.access_token_with(
-        &Subject::User(user),
-        &client.id,
+    let (access, user) = person_access(
+        identity,
+        client,
+        &grant.subject,
+        &grant.family_id,
         &audience,
         &scopes,
-        &Extras {
-            sid: Some(&grant.family_id),
-            ..Extras::default()
-        },
     )?;
     let now = chrono::Utc::now().timestamp();
     let refresh_token = if client.allows(Grant::RefreshToken) {
@@ -334,6 +326,34 @@ async fn authorization_code(
     })
 }
 
+/// An access token for the person `subject`, for `client`, and the person (who must
+/// still exist). `sid` ties the token to its login (`family_id`), so a token exchange
+/// refuses it once the login is revoked.
+fn person_access<'i>(
+    identity: &'i Identity,
+    client: &Client,
+    subject: &str,
+    family_id: &str,
+    audience: &str,
+    scopes: &[String],
+) -> Result<(Issued, &'i User), OAuthError> {
+    let user = identity
+        .registry
+        .user(subject)
+        .ok_or_else(|| OAuthError::invalid_grant("the user no longer exists"))?;
+    let access = identity.tokens.access_token_with(
+        &Subject::User(user),
+        &client.id,
+        audience,
+        scopes,
+        &Extras {
+            sid: Some(family_id),
+            ..Extras::default()
+        },
+    )?;
+    Ok((access, user))
+}
+
 async fn refresh_token(
     identity: &SharedIdentity,
     client: &Client,
@@ -368,21 +388,13 @@ async fn refresh_token(
     let scopes = policy::scopes_within(params.one("scope")?, &allowed, &client.id)?;
     let audience =
         policy::granted_audience(&params.all("resource"), grant.resource.as_deref(), client)?;
-    let user = identity
-        .registry
-        .user(&grant.subject)
-        .ok_or_else(|| OAuthError::invalid_grant("the user no longer exists"))?;
-    // `sid` ties the token to its login, so a token exchange refuses it once the
-    // login is revoked.
-    let access = identity.tokens.access_token_with(
-        &Subject::User(user),
-        &client.id,
+    let (access, _) = person_access(
+        identity,
+        client,
+        &grant.subject,
+        &grant.family_id,
         &audience,
         &scopes,
-        &Extras {
-            sid: Some(&grant.family_id),
-            ..Extras::default()
-        },
     )?;
     // Every check passed: spend the token and store its successor at once. A
     // concurrent refresh of the same token that spent it first makes this one a
