@@ -7,6 +7,51 @@
 
 use serde_json::{Map, Value};
 
+/// What is wrong with one field of an answer; shown after the field's name.
+#[derive(Debug, thiserror::Error)]
+enum Unfit {
+    #[error("is required")]
+    Missing,
+    #[error("is not a field of this form")]
+    NotAField,
+    #[error("has the type {0}, which a form cannot ask for")]
+    UnaskableType(String),
+    #[error("has no type in the form")]
+    NoType,
+    #[error("must be true or false")]
+    NotBoolean,
+    #[error("must be one of {}", .0.join(", "))]
+    NotAChoice(Vec<String>),
+    #[error("must be a text")]
+    NotText,
+    #[error("must be at least {0} characters long")]
+    TooShort(u64),
+    #[error("must be at most {0} characters long")]
+    TooLong(u64),
+    #[error("must be an email address")]
+    NotEmail,
+    #[error("must be a URI")]
+    NotUri,
+    #[error("must be a date (YYYY-MM-DD)")]
+    NotDate,
+    #[error("must be a date and time (RFC 3339)")]
+    NotDateTime,
+    #[error("must be a number")]
+    NotNumber,
+    #[error("must be a whole number")]
+    NotWhole,
+    #[error("must be at least {0}")]
+    BelowMinimum(f64),
+    #[error("must be at most {0}")]
+    AboveMaximum(f64),
+    #[error("must be a list of choices")]
+    NotAList,
+    #[error("must have at least {0} choices")]
+    TooFewChoices(u64),
+    #[error("must have at most {0} choices")]
+    TooManyChoices(u64),
+}
+
 /// Every problem with `content`, one per field at most; empty when it fits.
 pub(super) fn problems(schema: &Value, content: &Map<String, Value>) -> Vec<String> {
     let properties = schema
@@ -15,19 +60,20 @@ pub(super) fn problems(schema: &Value, content: &Map<String, Value>) -> Vec<Stri
         .cloned()
         .unwrap_or_default();
     let mut problems = Vec::new();
+    let mut found = |name: &str, unfit: Unfit| problems.push(format!("{name}: {unfit}"));
     if let Some(required) = schema.get("required").and_then(Value::as_array) {
         for name in required.iter().filter_map(Value::as_str) {
             if !content.contains_key(name) {
-                problems.push(format!("{name}: is required"));
+                found(name, Unfit::Missing);
             }
         }
     }
     for (name, value) in content {
         match properties.get(name) {
-            None => problems.push(format!("{name}: is not a field of this form")),
+            None => found(name, Unfit::NotAField),
             Some(field) => {
-                if let Err(problem) = check(field, value) {
-                    problems.push(format!("{name}: {problem}"));
+                if let Err(unfit) = check(field, value) {
+                    found(name, unfit);
                 }
             }
         }
@@ -35,7 +81,7 @@ pub(super) fn problems(schema: &Value, content: &Map<String, Value>) -> Vec<Stri
     problems
 }
 
-fn check(field: &Value, value: &Value) -> Result<(), String> {
+fn check(field: &Value, value: &Value) -> Result<(), Unfit> {
     if let Some(choices) = choices(field) {
         return one_of(&choices, value);
     }
@@ -43,13 +89,10 @@ fn check(field: &Value, value: &Value) -> Result<(), String> {
         Some("string") => string(field, value),
         Some("number") => number(field, value, false),
         Some("integer") => number(field, value, true),
-        Some("boolean") => value
-            .is_boolean()
-            .then_some(())
-            .ok_or_else(|| "must be true or false".to_owned()),
+        Some("boolean") => value.is_boolean().then_some(()).ok_or(Unfit::NotBoolean),
         Some("array") => several(field, value),
-        Some(other) => Err(format!("has the type {other}, which a form cannot ask for")),
-        None => Err("has no type in the form".to_owned()),
+        Some(other) => Err(Unfit::UnaskableType(other.to_owned())),
+        None => Err(Unfit::NoType),
     }
 }
 
@@ -69,37 +112,38 @@ fn choices(field: &Value) -> Option<Vec<Value>> {
     })
 }
 
-fn one_of(choices: &[Value], value: &Value) -> Result<(), String> {
+fn one_of(choices: &[Value], value: &Value) -> Result<(), Unfit> {
     if choices.contains(value) {
         return Ok(());
     }
-    let listed: Vec<String> = choices.iter().map(Value::to_string).collect();
-    Err(format!("must be one of {}", listed.join(", ")))
+    Err(Unfit::NotAChoice(
+        choices.iter().map(Value::to_string).collect(),
+    ))
 }
 
-fn string(field: &Value, value: &Value) -> Result<(), String> {
+fn string(field: &Value, value: &Value) -> Result<(), Unfit> {
     let Some(text) = value.as_str() else {
-        return Err("must be a text".to_owned());
+        return Err(Unfit::NotText);
     };
     let length = text.chars().count() as u64;
     if let Some(min) = field.get("minLength").and_then(Value::as_u64)
         && length < min
     {
-        return Err(format!("must be at least {min} characters long"));
+        return Err(Unfit::TooShort(min));
     }
     if let Some(max) = field.get("maxLength").and_then(Value::as_u64)
         && length > max
     {
-        return Err(format!("must be at most {max} characters long"));
+        return Err(Unfit::TooLong(max));
     }
     match field.get("format").and_then(Value::as_str) {
-        Some("email") if !is_email(text) => Err("must be an email address".to_owned()),
-        Some("uri") if url::Url::parse(text).is_err() => Err("must be a URI".to_owned()),
+        Some("email") if !is_email(text) => Err(Unfit::NotEmail),
+        Some("uri") if url::Url::parse(text).is_err() => Err(Unfit::NotUri),
         Some("date") if chrono::NaiveDate::parse_from_str(text, "%Y-%m-%d").is_err() => {
-            Err("must be a date (YYYY-MM-DD)".to_owned())
+            Err(Unfit::NotDate)
         }
         Some("date-time") if chrono::DateTime::parse_from_rfc3339(text).is_err() => {
-            Err("must be a date and time (RFC 3339)".to_owned())
+            Err(Unfit::NotDateTime)
         }
         _ => Ok(()),
     }
@@ -118,34 +162,34 @@ fn is_email(text: &str) -> bool {
         && !domain.ends_with('.')
 }
 
-fn number(field: &Value, value: &Value, integer: bool) -> Result<(), String> {
+fn number(field: &Value, value: &Value, integer: bool) -> Result<(), Unfit> {
     let Some(n) = value.as_f64().filter(|_| value.is_number()) else {
         return Err(if integer {
-            "must be a whole number".to_owned()
+            Unfit::NotWhole
         } else {
-            "must be a number".to_owned()
+            Unfit::NotNumber
         });
     };
     if integer && n.fract() != 0.0 {
-        return Err("must be a whole number".to_owned());
+        return Err(Unfit::NotWhole);
     }
     if let Some(min) = field.get("minimum").and_then(Value::as_f64)
         && n < min
     {
-        return Err(format!("must be at least {min}"));
+        return Err(Unfit::BelowMinimum(min));
     }
     if let Some(max) = field.get("maximum").and_then(Value::as_f64)
         && n > max
     {
-        return Err(format!("must be at most {max}"));
+        return Err(Unfit::AboveMaximum(max));
     }
     Ok(())
 }
 
 /// Several choices: an array of the item choices, within `minItems`/`maxItems`.
-fn several(field: &Value, value: &Value) -> Result<(), String> {
+fn several(field: &Value, value: &Value) -> Result<(), Unfit> {
     let Some(items) = value.as_array() else {
-        return Err("must be a list of choices".to_owned());
+        return Err(Unfit::NotAList);
     };
     let choices = field.get("items").and_then(choices).unwrap_or_default();
     for item in items {
@@ -155,12 +199,12 @@ fn several(field: &Value, value: &Value) -> Result<(), String> {
     if let Some(min) = field.get("minItems").and_then(Value::as_u64)
         && count < min
     {
-        return Err(format!("must have at least {min} choices"));
+        return Err(Unfit::TooFewChoices(min));
     }
     if let Some(max) = field.get("maxItems").and_then(Value::as_u64)
         && count > max
     {
-        return Err(format!("must have at most {max} choices"));
+        return Err(Unfit::TooManyChoices(max));
     }
     Ok(())
 }
