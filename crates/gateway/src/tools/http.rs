@@ -21,20 +21,9 @@ use sse_stream::{Error as SseError, Sse};
 
 use secrecy::{ExposeSecret, SecretString};
 
-use super::hub::TOOL_CALL_META;
-use maitred_core::delegation::{ExchangeError, Exchanger};
-use maitred_core::oauth_client::TokenSource;
-
-pub(super) enum Credentials {
-    Anonymous,
-    Static(secrecy::SecretString),
-    Issued(Box<TokenSource>),
-    /// The gateway's own token, and each person's exchanged one for their calls.
-    Delegated {
-        own: Box<TokenSource>,
-        exchanger: Box<Exchanger>,
-    },
-}
+use super::call::TOOL_CALL_META;
+use super::credentials::Credentials;
+use maitred_core::delegation::ExchangeError;
 
 /// The person's tokens of the calls under way, by tool call id.
 #[derive(Default)]
@@ -64,40 +53,6 @@ impl Drop for Acting<'_> {
     }
 }
 
-impl Credentials {
-    /// The token for a request made for `person` (a person's token), or for nobody.
-    async fn token(&self, person: Option<&SecretString>) -> Result<Option<String>, String> {
-        match (self, person) {
-            (Credentials::Anonymous, _) => Ok(None),
-            (Credentials::Static(token), _) => Ok(Some(token.expose_secret().to_owned())),
-            (Credentials::Issued(source), _)
-            | (Credentials::Delegated { own: source, .. }, None) => {
-                source.token().await.map(Some).map_err(|e| format!("{e:#}"))
-            }
-            (Credentials::Delegated { exchanger, .. }, Some(person)) => exchanger
-                .token_for(person.expose_secret())
-                .await
-                .map(Some)
-                .map_err(|e| e.to_string()),
-        }
-    }
-
-    /// A fresh token after `rejected` was refused; `None` when nothing can change.
-    async fn refresh(&self, person: Option<&SecretString>, rejected: &str) -> Option<String> {
-        match (self, person) {
-            (Credentials::Issued(source), _)
-            | (Credentials::Delegated { own: source, .. }, None) => {
-                source.refresh(rejected).await.ok()
-            }
-            (Credentials::Delegated { exchanger, .. }, Some(person)) => exchanger
-                .refresh(person.expose_secret(), rejected)
-                .await
-                .ok(),
-            _ => None,
-        }
-    }
-}
-
 #[derive(Clone)]
 pub(super) struct AuthedHttp {
     http: reqwest::Client,
@@ -107,7 +62,9 @@ pub(super) struct AuthedHttp {
 
 type Error = StreamableHttpError<reqwest::Error>;
 
-fn no_token(detail: String) -> Error {
+/// rmcp's transport error has no variant for a token that could not be had: its
+/// text carries the [`HubError`](super::HubError) on to the connection's or call's error.
+fn no_token(detail: impl std::fmt::Display) -> Error {
     StreamableHttpError::UnexpectedServerResponse(Cow::Owned(format!(
         "no token for the MCP server: {detail}"
     )))
@@ -194,7 +151,7 @@ impl StreamableHttpClient for AuthedHttp {
             (Err(StreamableHttpError::AuthRequired(_)), Some(rejected)) => {
                 let Some(fresh) = self.credentials.refresh(person.as_ref(), &rejected).await else {
                     return Err(no_token(
-                        "the server refused the token and no other can be had".into(),
+                        "the server refused the token and no other can be had",
                     ));
                 };
                 tracing::info!("the MCP server refused our token; retrying once with a fresh one");

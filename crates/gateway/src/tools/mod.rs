@@ -2,11 +2,23 @@
 //! offered to the model, and calling them.
 
 pub mod breaker;
+mod call;
+mod catalogue;
+mod client_handler;
+mod connection;
+mod credentials;
+mod discovery;
+mod error;
 mod http;
 mod hub;
+mod input_rounds;
 pub mod interaction;
 pub mod policy;
+mod request;
 mod routes;
 
-pub use hub::{CallContext, CallOutcome, Catalogue, InvalidArguments, RegisteredTool, ToolHub};
+pub use call::{CallContext, CallOutcome};
+pub use catalogue::{Catalogue, InvalidArguments, RegisteredTool};
+pub use error::HubError;
+pub use hub::ToolHub;
 pub use interaction::{AskKind, CallEvent, CallLink, InputAsk, InputReply, Progress};

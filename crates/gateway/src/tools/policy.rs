@@ -5,7 +5,7 @@
 
 use std::collections::BTreeMap;
 
-use super::hub::RegisteredTool;
+use super::catalogue::RegisteredTool;
 use maitred_core::settings::gateway_file::RolePolicy;
 use maitred_core::settings::mcp_servers::wildcard as matches;
 
@@ -82,7 +82,7 @@ impl Effective<'_> {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::tools::hub::RegisteredTool;
+    use crate::tools::catalogue::RegisteredTool;
 
     fn policy(write_tools: bool, deny: &[&str]) -> RolePolicy {
         RolePolicy {

@@ -1,0 +1,183 @@
+//! The tools as the gateway knows them: what the model is offered, what the person
+//! is asked to approve, and the schema a call's arguments are checked against before
+//! they reach the server.
+
+use std::sync::Arc;
+
+use maitred_core::settings::mcp_servers::ServerConfig;
+use maitred_llm::ToolDef;
+use maitred_llm::schema;
+use rmcp::model::Tool;
+use serde_json::Value;
+
+use super::error::HubError;
+
+/// A tool as the gateway knows it.
+pub struct RegisteredTool {
+    /// The name the model sees: `server__tool`.
+    pub exposed: String,
+    pub server: String,
+    pub tool: String,
+    /// A short human name ("Look up customers").
+    pub title: String,
+    pub def: ToolDef,
+    /// Changes nothing, by the operator's word or a trusted server's annotation.
+    pub read_only: bool,
+    /// Each call waits for the person's approval.
+    pub needs_approval: bool,
+    /// Calls reach the server as the person (a token exchanged for theirs).
+    pub as_person: bool,
+    validator: Option<jsonschema::Validator>,
+}
+
+/// Arguments that do not fit a tool's input schema: what is wrong, and where.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[error("{}", problems.join("; "))]
+pub struct InvalidArguments {
+    /// At most five, each with its place in the arguments.
+    pub problems: Vec<String>,
+}
+
+impl RegisteredTool {
+    /// A tool as `server` lists it; `None` for a write tool of a read-only server,
+    /// which is never offered (nor called).
+    pub(super) fn listed(server: &ServerConfig, as_person: bool, tool: Tool) -> Option<Self> {
+        let hint = tool.annotations.as_ref().and_then(|a| a.read_only_hint);
+        let read_only = server.tool_is_read_only(&tool.name, hint);
+        let needs_approval = server.tool_needs_approval(&tool.name, read_only);
+        if server.read_only && !read_only {
+            return None;
+        }
+        let input = Value::Object(tool.input_schema.as_ref().clone());
+        let validator = jsonschema::validator_for(&input)
+            .map_err(|error| {
+                tracing::warn!(tool = ?tool.name, %error, "unusable input schema; arguments go unchecked");
+            })
+            .ok();
+        let exposed = schema::exposed_name(&server.name, &tool.name);
+        let title = tool
+            .title
+            .clone()
+            .or_else(|| tool.annotations.as_ref().and_then(|a| a.title.clone()))
+            .unwrap_or_else(|| humanize(&tool.name));
+        Some(Self {
+            def: ToolDef {
+                name: exposed.clone(),
+                title: Some(title.clone()),
+                description: tool.description.as_deref().unwrap_or_default().to_owned(),
+                parameters: schema::for_model(&input),
+                read_only,
+            },
+            exposed,
+            server: server.name.clone(),
+            tool: tool.name.to_string(),
+            title,
+            read_only,
+            needs_approval,
+            as_person,
+            validator,
+        })
+    }
+
+    /// Checks arguments against the tool's input schema.
+    pub fn validate(&self, arguments: &Value) -> Result<(), InvalidArguments> {
+        let Some(validator) = &self.validator else {
+            return Ok(());
+        };
+        let problems: Vec<String> = validator
+            .iter_errors(arguments)
+            .take(5)
+            .map(|error| {
+                let at = error.instance_path().to_string();
+                if at.is_empty() {
+                    error.to_string()
+                } else {
+                    format!("{at}: {error}")
+                }
+            })
+            .collect();
+        if problems.is_empty() {
+            Ok(())
+        } else {
+            Err(InvalidArguments { problems })
+        }
+    }
+}
+
+#[derive(Default)]
+pub struct Catalogue {
+    pub tools: Vec<Arc<RegisteredTool>>,
+    /// Servers that could not be listed, and why.
+    pub unavailable: Vec<(String, HubError)>,
+}
+
+impl Catalogue {
+    pub fn find(&self, exposed: &str) -> Option<Arc<RegisteredTool>> {
+        self.tools.iter().find(|t| t.exposed == exposed).cloned()
+    }
+
+    pub fn defs(&self) -> Vec<ToolDef> {
+        self.tools.iter().map(|t| t.def.clone()).collect()
+    }
+}
+
+/// `getCustomerById` → "Get customer by id".
+fn humanize(name: &str) -> String {
+    let mut words = Vec::new();
+    let mut word = String::new();
+    for c in name.chars() {
+        if c == '_' || c == '-' || c == '.' {
+            if !word.is_empty() {
+                words.push(std::mem::take(&mut word));
+            }
+        } else if c.is_uppercase() && !word.is_empty() {
+            words.push(std::mem::take(&mut word));
+            word.push(c.to_ascii_lowercase());
+        } else {
+            word.push(c.to_ascii_lowercase());
+        }
+    }
+    if !word.is_empty() {
+        words.push(word);
+    }
+    let mut text = words.join(" ");
+    if let Some(first) = text.get_mut(0..1) {
+        first.make_ascii_uppercase();
+    }
+    text
+}
+
+#[cfg(test)]
+impl RegisteredTool {
+    pub fn for_test(exposed: &str, read_only: bool) -> Self {
+        let (server, tool) = exposed.split_once("__").unwrap_or(("test", exposed));
+        Self {
+            exposed: exposed.to_owned(),
+            server: server.to_owned(),
+            tool: tool.to_owned(),
+            title: humanize(tool),
+            def: ToolDef {
+                name: exposed.to_owned(),
+                title: None,
+                description: String::new(),
+                parameters: Value::Object(Default::default()),
+                read_only,
+            },
+            read_only,
+            needs_approval: !read_only,
+            as_person: false,
+            validator: None,
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::humanize;
+
+    #[test]
+    fn tool_names_read_as_words() {
+        assert_eq!(humanize("getCustomerById"), "Get customer by id");
+        assert_eq!(humanize("list_files"), "List files");
+    }
+}

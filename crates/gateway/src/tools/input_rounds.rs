@@ -1,0 +1,99 @@
+//! How a 2026-07-28 call asks the person for input (SEP-2322): its result says
+//! `input_required`, the hub asks the person and sends the call again with the
+//! answers and the server's state. (A 2025-11-25 server asks by a request of its own
+//! instead, which `client_handler.rs` routes to the call.)
+
+use std::sync::Arc;
+use std::time::Duration;
+
+use rmcp::model::{
+    CallToolRequestParams, CallToolResult, InputRequest, InputRequests, InputResponses,
+    ServerResult,
+};
+
+use super::catalogue::RegisteredTool;
+use super::connection::{Connection, Server};
+use super::error::HubError;
+use super::hub::ToolHub;
+use super::interaction::CallLink;
+use super::routes::Routes;
+
+/// Most `input_required` rounds of one call: a few questions, not a dialogue.
+pub(super) const MAX_INPUT_ROUNDS: usize = 4;
+
+impl ToolHub {
+    /// Sends the call until the server has a result: the first request, then one
+    /// more after each round of input.
+    pub(super) async fn until_answered(
+        &self,
+        server: &Server,
+        tool: &RegisteredTool,
+        connection: &Connection,
+        routes: &Arc<Routes>,
+        link: &CallLink,
+        mut params: CallToolRequestParams,
+    ) -> Result<CallToolResult, HubError> {
+        for round in 0..=MAX_INPUT_ROUNDS {
+            let round = u32::try_from(round).unwrap_or(u32::MAX);
+            let answer = self
+                .request(
+                    server,
+                    connection.peer(),
+                    routes,
+                    params.clone(),
+                    link,
+                    round,
+                )
+                .await?;
+            match answer {
+                ServerResult::CallToolResult(result) => return Ok(result),
+                ServerResult::InputRequiredResult(required) => {
+                    let asked = required
+                        .input_requests
+                        .as_ref()
+                        .is_some_and(|r| !r.is_empty());
+                    let responses = fulfil(link, required.input_requests).await?;
+                    if !asked {
+                        // Only state to echo: the server is not ready; do not hammer it.
+                        tokio::time::sleep(Duration::from_millis(100)).await;
+                    }
+                    params.input_responses = (!responses.is_empty()).then_some(responses);
+                    params.request_state = required.request_state;
+                }
+                ServerResult::CreateTaskResult(_) => {
+                    return Err(HubError::Task {
+                        server: tool.server.clone(),
+                    });
+                }
+                _ => {
+                    return Err(HubError::NotAResult {
+                        server: tool.server.clone(),
+                    });
+                }
+            }
+        }
+        Err(HubError::TooManyRounds {
+            tool: tool.tool.clone(),
+        })
+    }
+}
+
+/// Answers a round's requests, one at a time, so the person sees one question after
+/// the other. Sampling and roots are not offered.
+async fn fulfil(
+    link: &CallLink,
+    requests: Option<InputRequests>,
+) -> Result<InputResponses, HubError> {
+    let mut responses = InputResponses::new();
+    for (key, request) in requests.unwrap_or_default() {
+        let response = match request {
+            InputRequest::Elicitation(request) => {
+                serde_json::to_value(link.ask(request.params).await.to_result())
+            }
+            InputRequest::CreateMessage(_) => return Err(HubError::SamplingAsked),
+            _ => return Err(HubError::InputNotOffered),
+        };
+        responses.insert(key, response.map_err(HubError::Answer)?);
+    }
+    Ok(responses)
+}
