@@ -8,9 +8,9 @@ use ts_rs::TS;
 use super::chat::store::ConversationSummary;
 use super::chat::views::{ConversationView, PartView, ToolCallView};
 use maitred_protocol::events::{
-    ApprovalRequiredEvent, DoneEvent, ErrorEvent, Finish, InputAction, InputMode,
+    ApprovalRequiredEvent, ChatEvent, DoneEvent, ErrorEvent, Finish, InputAction, InputMode,
     InputRequiredEvent, InputResolvedEvent, MetaEvent, TokenEvent, ToolCallEvent,
-    ToolProgressEvent, ToolResultEvent, ToolStatus, UsageEvent,
+    ToolProgressEvent, ToolResultEvent, UsageEvent,
 };
 use maitred_protocol::ids::{
     CallStatus, ConversationId, InputId, MessageId, MessageStatus, PartId, Role, ToolCallId,
@@ -38,17 +38,40 @@ fn declarations() -> Vec<String> {
         InputAction::decl(&cfg),
         InputResolvedEvent::decl(&cfg),
         ToolProgressEvent::decl(&cfg),
-        ToolStatus::decl(&cfg),
+        tool_result_status(),
         ToolResultEvent::decl(&cfg),
         UsageEvent::decl(&cfg),
         ErrorEvent::decl(&cfg),
         Finish::decl(&cfg),
         DoneEvent::decl(&cfg),
+        ChatEvent::decl(&cfg),
+        event_names(),
         ConversationSummary::decl(&cfg),
         ToolCallView::decl(&cfg),
         PartView::decl(&cfg),
         ConversationView::decl(&cfg),
     ]
+}
+
+/// The statuses a `tool_result` carries: the call statuses a call ends with by itself.
+fn tool_result_status() -> String {
+    let statuses: Vec<String> = CallStatus::RESULTS
+        .iter()
+        .map(|status| format!("\"{status}\""))
+        .collect();
+    format!("type ToolResultStatus = {};", statuses.join(" | "))
+}
+
+/// The events' names as a value, for the UI to tell the stream's events from others.
+fn event_names() -> String {
+    let names: Vec<String> = ChatEvent::NAMES
+        .iter()
+        .map(|name| format!("\"{name}\""))
+        .collect();
+    format!(
+        "const CHAT_EVENT_NAMES: readonly ChatEvent[\"type\"][] = [{}];",
+        names.join(", ")
+    )
 }
 
 fn file() -> String {

@@ -2,25 +2,17 @@
 //! goes out with an `id:` (its sequence number within the message) and one JSON
 //! `data:` line, so whitespace and newlines inside tokens survive.
 //!
-//! The web UI's TypeScript types for them are generated from these (see
-//! `bindings.rs`), so the two cannot drift apart.
+//! [`ChatEvent`] is the one description of them: the gateway writes its frames from
+//! it, the OpenAI-compatible API reads them back into it, and the web UI's TypeScript
+//! types and list of event names are generated from it (see the gateway's
+//! `bindings.rs`), so none of them can drift apart.
 
-use serde::Serialize;
+use serde::{Deserialize, Serialize};
 use serde_json::Value;
 
 use crate::ids::{CallStatus, ConversationId, InputId, MessageId, ToolCallId};
 
-#[derive(Debug, Clone, PartialEq, Serialize)]
-#[cfg_attr(feature = "ts", derive(ts_rs::TS), ts(rename = "ToolResultStatus"))]
-#[serde(rename_all = "snake_case")]
-pub enum ToolStatus {
-    Ok,
-    Error,
-    Denied,
-    Unavailable,
-}
-
-#[derive(Debug, Clone, PartialEq, Serialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 #[cfg_attr(feature = "ts", derive(ts_rs::TS), ts(rename = "FinishReason"))]
 #[serde(rename_all = "snake_case")]
 pub enum Finish {
@@ -31,7 +23,7 @@ pub enum Finish {
 }
 
 /// Always first; again when a fallback model takes over.
-#[derive(Debug, Clone, PartialEq, Serialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 #[cfg_attr(feature = "ts", derive(ts_rs::TS))]
 pub struct MetaEvent {
     pub conversation_id: ConversationId,
@@ -44,14 +36,14 @@ pub struct MetaEvent {
 }
 
 /// A fragment of the answer.
-#[derive(Debug, Clone, PartialEq, Serialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 #[cfg_attr(feature = "ts", derive(ts_rs::TS))]
 pub struct TokenEvent {
     pub text: String,
 }
 
 /// A call is starting.
-#[derive(Debug, Clone, PartialEq, Serialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 #[cfg_attr(feature = "ts", derive(ts_rs::TS))]
 pub struct ToolCallEvent {
     pub id: ToolCallId,
@@ -69,7 +61,7 @@ pub struct ToolCallEvent {
 }
 
 /// A call waits for the person's approval until `expires_at`.
-#[derive(Debug, Clone, PartialEq, Serialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 #[cfg_attr(feature = "ts", derive(ts_rs::TS))]
 pub struct ApprovalRequiredEvent {
     pub id: ToolCallId,
@@ -83,7 +75,7 @@ pub struct ApprovalRequiredEvent {
 
 /// How an MCP server's request for input is shown: a form to fill in, or a URL the
 /// person opens themselves.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
 #[cfg_attr(feature = "ts", derive(ts_rs::TS))]
 #[serde(rename_all = "snake_case")]
 pub enum InputMode {
@@ -101,7 +93,7 @@ impl InputMode {
 }
 
 /// A tool's MCP server asks the person for input (MCP elicitation) until `expires_at`.
-#[derive(Debug, Clone, PartialEq, Serialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 #[cfg_attr(feature = "ts", derive(ts_rs::TS))]
 pub struct InputRequiredEvent {
     pub id: InputId,
@@ -124,7 +116,7 @@ pub struct InputRequiredEvent {
 }
 
 /// The person's answer to a request for input (MCP's elicitation actions).
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, serde::Deserialize)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
 #[cfg_attr(feature = "ts", derive(ts_rs::TS))]
 #[serde(rename_all = "snake_case")]
 pub enum InputAction {
@@ -135,7 +127,7 @@ pub enum InputAction {
 }
 
 /// A request for input was answered, or expired (`cancel`).
-#[derive(Debug, Clone, PartialEq, Serialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 #[cfg_attr(feature = "ts", derive(ts_rs::TS))]
 pub struct InputResolvedEvent {
     pub id: InputId,
@@ -143,7 +135,7 @@ pub struct InputResolvedEvent {
 }
 
 /// A running call's progress as its server reports it (at most 4 a second per call).
-#[derive(Debug, Clone, PartialEq, Serialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 #[cfg_attr(feature = "ts", derive(ts_rs::TS))]
 pub struct ToolProgressEvent {
     pub id: ToolCallId,
@@ -156,17 +148,20 @@ pub struct ToolProgressEvent {
     pub message: Option<String>,
 }
 
-#[derive(Debug, Clone, PartialEq, Serialize)]
+/// A call ended by itself. Its status is one of [`CallStatus::RESULTS`]: a call the
+/// answer left unfinished (`cancelled`, `interrupted`) has no `tool_result`.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 #[cfg_attr(feature = "ts", derive(ts_rs::TS))]
 pub struct ToolResultEvent {
     pub id: ToolCallId,
-    pub status: ToolStatus,
+    #[cfg_attr(feature = "ts", ts(type = "ToolResultStatus"))]
+    pub status: CallStatus,
     #[cfg_attr(feature = "ts", ts(type = "number"))]
     pub duration_ms: u64,
     pub summary: String,
 }
 
-#[derive(Debug, Clone, PartialEq, Serialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 #[cfg_attr(feature = "ts", derive(ts_rs::TS))]
 pub struct UsageEvent {
     #[cfg_attr(feature = "ts", ts(type = "number"))]
@@ -178,7 +173,7 @@ pub struct UsageEvent {
 }
 
 /// A clear, user-safe message.
-#[derive(Debug, Clone, PartialEq, Serialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 #[cfg_attr(feature = "ts", derive(ts_rs::TS))]
 pub struct ErrorEvent {
     pub code: String,
@@ -186,81 +181,207 @@ pub struct ErrorEvent {
 }
 
 /// Always last.
-#[derive(Debug, Clone, PartialEq, Serialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 #[cfg_attr(feature = "ts", derive(ts_rs::TS))]
 pub struct DoneEvent {
     pub finish_reason: Finish,
 }
 
-#[derive(Debug, Clone, PartialEq, Serialize)]
-#[serde(untagged)]
-pub enum ChatEvent {
-    Meta(MetaEvent),
-    Token(TokenEvent),
-    ToolCall(ToolCallEvent),
-    ApprovalRequired(ApprovalRequiredEvent),
-    InputRequired(InputRequiredEvent),
-    InputResolved(InputResolvedEvent),
-    ToolProgress(ToolProgressEvent),
-    ToolResult(ToolResultEvent),
-    Usage(UsageEvent),
-    Error(ErrorEvent),
-    Done(DoneEvent),
+/// Frames an SSE stream carries, one per event: its name and its data.
+macro_rules! chat_events {
+    ($($(#[$doc:meta])* $variant:ident($data:ty) => $name:literal,)+) => {
+        /// One event of the chat stream. Its serde layout is its SSE frame's: the
+        /// `event:` name is the tag, the `data:` the content
+        /// (`{"type":"token","data":{"text":"Hi"}}`). The gateway writes the two parts
+        /// as the frame's lines ([`ChatEvent::name`], [`ChatEvent::data_json`]) and
+        /// reads a frame back with [`ChatEvent::from_frame`].
+        #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+        #[cfg_attr(feature = "ts", derive(ts_rs::TS))]
+        #[serde(tag = "type", content = "data")]
+        pub enum ChatEvent {
+            $($(#[$doc])* #[serde(rename = $name)] $variant($data),)+
+        }
+
+        impl ChatEvent {
+            /// Every event's name, in the order of the stream's description.
+            pub const NAMES: &[&str] = &[$($name),+];
+
+            /// The SSE `event:` name.
+            pub fn name(&self) -> &'static str {
+                match self {
+                    $(Self::$variant(_) => $name,)+
+                }
+            }
+
+            /// The SSE `data:`: the event's fields as one line of JSON (newlines inside
+            /// a text are escaped).
+            pub fn data_json(&self) -> serde_json::Result<String> {
+                match self {
+                    $(Self::$variant(data) => serde_json::to_string(data),)+
+                }
+            }
+
+            /// The event an SSE frame carries: its `event:` name and `data:` line.
+            pub fn from_frame(name: &str, data: &str) -> Result<Self, BadFrame> {
+                let bad = |error| BadFrame::Data { name: name.to_owned(), error };
+                match name {
+                    $($name => serde_json::from_str(data).map(Self::$variant).map_err(bad),)+
+                    other => Err(BadFrame::UnknownEvent(other.to_owned())),
+                }
+            }
+        }
+    };
+}
+
+chat_events! {
+    /// Always first; again when a fallback model takes over.
+    Meta(MetaEvent) => "meta",
+    Token(TokenEvent) => "token",
+    ToolCall(ToolCallEvent) => "tool_call",
+    ApprovalRequired(ApprovalRequiredEvent) => "approval_required",
+    InputRequired(InputRequiredEvent) => "input_required",
+    InputResolved(InputResolvedEvent) => "input_resolved",
+    ToolProgress(ToolProgressEvent) => "tool_progress",
+    ToolResult(ToolResultEvent) => "tool_result",
+    Usage(UsageEvent) => "usage",
+    Error(ErrorEvent) => "error",
+    /// Always last.
+    Done(DoneEvent) => "done",
 }
 
 impl ChatEvent {
-    /// The SSE `event:` name.
-    pub fn name(&self) -> &'static str {
-        match self {
-            ChatEvent::Meta(_) => "meta",
-            ChatEvent::Token(_) => "token",
-            ChatEvent::ToolCall(_) => "tool_call",
-            ChatEvent::ApprovalRequired(_) => "approval_required",
-            ChatEvent::InputRequired(_) => "input_required",
-            ChatEvent::InputResolved(_) => "input_resolved",
-            ChatEvent::ToolProgress(_) => "tool_progress",
-            ChatEvent::ToolResult(_) => "tool_result",
-            ChatEvent::Usage(_) => "usage",
-            ChatEvent::Error(_) => "error",
-            ChatEvent::Done(_) => "done",
-        }
-    }
-
     pub fn is_done(&self) -> bool {
         matches!(self, ChatEvent::Done(_))
     }
 }
 
-impl From<ToolStatus> for CallStatus {
-    fn from(status: ToolStatus) -> Self {
-        match status {
-            ToolStatus::Ok => CallStatus::Ok,
-            ToolStatus::Error => CallStatus::Error,
-            ToolStatus::Denied => CallStatus::Denied,
-            ToolStatus::Unavailable => CallStatus::Unavailable,
-        }
-    }
+/// An SSE frame that is no chat event.
+#[derive(Debug, thiserror::Error)]
+pub enum BadFrame {
+    #[error("no chat event is called {0:?}")]
+    UnknownEvent(String),
+    #[error("the data of a {name} event: {error}")]
+    Data {
+        name: String,
+        #[source]
+        error: serde_json::Error,
+    },
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
 
+    fn one_of_each() -> Vec<ChatEvent> {
+        let call = ToolCallId::new();
+        let input = InputId::new();
+        vec![
+            ChatEvent::Meta(MetaEvent {
+                conversation_id: ConversationId::new(),
+                message_id: MessageId::new(),
+                model: "m".into(),
+                fallback_from: Some("n".into()),
+            }),
+            ChatEvent::Token(TokenEvent { text: "Hi".into() }),
+            ChatEvent::ToolCall(ToolCallEvent {
+                id: call.clone(),
+                server: "resos".into(),
+                tool: "getTables".into(),
+                title: "Look up tables".into(),
+                arguments: serde_json::json!({ "limit": 2 }),
+                acting_as: None,
+            }),
+            ChatEvent::ApprovalRequired(ApprovalRequiredEvent {
+                id: call.clone(),
+                server: "resos".into(),
+                tool: "createBooking".into(),
+                title: "Book a table".into(),
+                arguments: serde_json::json!({}),
+                expires_at: "2026-11-24T12:05:00Z".into(),
+            }),
+            ChatEvent::InputRequired(InputRequiredEvent {
+                id: input.clone(),
+                tool_call_id: call.clone(),
+                server: "resos".into(),
+                tool: "createBooking".into(),
+                message: "Who for?".into(),
+                mode: InputMode::Url,
+                schema: None,
+                url: Some("https://example.com/pay".into()),
+                expires_at: "2026-11-24T12:05:00Z".into(),
+            }),
+            ChatEvent::InputResolved(InputResolvedEvent {
+                id: input,
+                action: InputAction::Decline,
+            }),
+            ChatEvent::ToolProgress(ToolProgressEvent {
+                id: call.clone(),
+                progress: 0.5,
+                total: None,
+                message: Some("half".into()),
+            }),
+            ChatEvent::ToolResult(ToolResultEvent {
+                id: call,
+                status: CallStatus::Unavailable,
+                duration_ms: 3,
+                summary: "down".into(),
+            }),
+            ChatEvent::Usage(UsageEvent {
+                prompt_tokens: 1,
+                completion_tokens: 2,
+                total_tokens: 3,
+            }),
+            ChatEvent::Error(ErrorEvent {
+                code: "storage".into(),
+                message: "no".into(),
+            }),
+            ChatEvent::Done(DoneEvent {
+                finish_reason: Finish::Stop,
+            }),
+        ]
+    }
+
     #[test]
     fn data_is_one_json_line_whatever_the_text() {
         let event = ChatEvent::Token(TokenEvent {
             text: "two\nlines  ".into(),
         });
-        assert_eq!(
-            serde_json::to_string(&event).unwrap(),
-            r#"{"text":"two\nlines  "}"#
-        );
+        assert_eq!(event.data_json().unwrap(), r#"{"text":"two\nlines  "}"#);
         let done = ChatEvent::Done(DoneEvent {
             finish_reason: Finish::MaxIterations,
         });
         assert_eq!(
-            serde_json::to_string(&done).unwrap(),
+            done.data_json().unwrap(),
             r#"{"finish_reason":"max_iterations"}"#
         );
+    }
+
+    #[test]
+    fn the_tagged_layout_is_the_frame_name_and_data() {
+        let names: Vec<&str> = one_of_each().iter().map(ChatEvent::name).collect();
+        assert_eq!(names, ChatEvent::NAMES);
+        for event in one_of_each() {
+            let tagged = serde_json::to_value(&event).unwrap();
+            assert_eq!(tagged["type"], event.name());
+            let data: Value = serde_json::from_str(&event.data_json().unwrap()).unwrap();
+            assert_eq!(tagged["data"], data);
+            assert_eq!(serde_json::from_value::<ChatEvent>(tagged).unwrap(), event);
+        }
+    }
+
+    #[test]
+    fn a_frame_reads_back_as_its_event() {
+        for event in one_of_each() {
+            let data = event.data_json().unwrap();
+            assert_eq!(ChatEvent::from_frame(event.name(), &data).unwrap(), event);
+        }
+        assert!(matches!(
+            ChatEvent::from_frame("message", "{}"),
+            Err(BadFrame::UnknownEvent(_))
+        ));
+        assert!(matches!(
+            ChatEvent::from_frame("token", r#"{"txt":"Hi"}"#),
+            Err(BadFrame::Data { .. })
+        ));
     }
 }

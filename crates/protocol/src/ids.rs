@@ -221,8 +221,8 @@ status!(
 );
 
 status!(
-    /// Where a tool call stands; the last four are also the stream's `tool_result`
-    /// statuses.
+    /// Where a tool call stands: stored with the call, and (one of [`Self::RESULTS`])
+    /// the stream's `tool_result` status.
     CallStatus {
         Running => "running",
         Cancelled => "cancelled",
@@ -233,6 +233,18 @@ status!(
         Unavailable => "unavailable",
     }
 );
+
+impl CallStatus {
+    /// How a call ends by itself: the statuses a `tool_result` event carries. The
+    /// others say where a call stands while it runs (`running`) or why the answer
+    /// left it unfinished (`cancelled`, `interrupted`); no event carries those.
+    pub const RESULTS: [Self; 4] = [Self::Ok, Self::Error, Self::Denied, Self::Unavailable];
+
+    /// Whether this is one of [`Self::RESULTS`].
+    pub fn is_result(self) -> bool {
+        Self::RESULTS.contains(&self)
+    }
+}
 
 #[cfg(test)]
 mod tests {

@@ -12,9 +12,12 @@ export type AuthStatus =
   | { authenticated: true; csrf_token: string; user: User; model: string };
 
 // The conversations API and the stream's events are generated from the gateway's Rust
-// types (src/gateway/bindings.rs): they cannot drift from what the server sends.
+// types (crates/gateway/src/bindings.rs): they cannot drift from what the server sends.
+// A `ChatEvent` is one SSE frame: `type` is its `event:` name, `data` its parsed `data:`.
+export { CHAT_EVENT_NAMES } from "./generated";
 export type {
   ApprovalRequiredEvent,
+  ChatEvent,
   Conversation,
   ConversationSummary,
   DoneEvent,
@@ -34,19 +37,6 @@ export type {
   ToolResultStatus,
   UsageEvent,
 } from "./generated";
-import type {
-  ApprovalRequiredEvent,
-  DoneEvent,
-  ErrorEvent,
-  InputRequiredEvent,
-  InputResolvedEvent,
-  MetaEvent,
-  TokenEvent,
-  ToolCallEvent,
-  ToolProgressEvent,
-  ToolResultEvent,
-  UsageEvent,
-} from "./generated";
 
 /** The gateway's error envelope. */
 export interface ErrorBody {
@@ -56,16 +46,3 @@ export interface ErrorBody {
 }
 
 export const OFFLINE_MODEL = "maitred-offline";
-
-export type ChatEvent =
-  | { type: "meta"; data: MetaEvent }
-  | { type: "token"; data: TokenEvent }
-  | { type: "tool_call"; data: ToolCallEvent }
-  | { type: "approval_required"; data: ApprovalRequiredEvent }
-  | { type: "input_required"; data: InputRequiredEvent }
-  | { type: "input_resolved"; data: InputResolvedEvent }
-  | { type: "tool_progress"; data: ToolProgressEvent }
-  | { type: "tool_result"; data: ToolResultEvent }
-  | { type: "usage"; data: UsageEvent }
-  | { type: "error"; data: ErrorEvent }
-  | { type: "done"; data: DoneEvent };

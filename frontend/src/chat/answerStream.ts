@@ -3,22 +3,10 @@
 // Last-Event-ID, and an event it has already seen is never passed on twice.
 
 import { HttpError, NetworkError } from "../api/http";
-import type { ChatEvent } from "../api/types";
+import { CHAT_EVENT_NAMES, type ChatEvent } from "../api/types";
 import { readEventStream, type SseEvent } from "../sse/parser";
 
-const EVENT_NAMES = new Set<ChatEvent["type"]>([
-  "meta",
-  "token",
-  "tool_call",
-  "approval_required",
-  "input_required",
-  "input_resolved",
-  "tool_progress",
-  "tool_result",
-  "usage",
-  "error",
-  "done",
-]);
+const EVENT_NAMES = new Set<string>(CHAT_EVENT_NAMES);
 
 export type StreamEnd =
   | { kind: "done" }
@@ -50,7 +38,7 @@ export interface AnswerStreamOptions {
 }
 
 export function toChatEvent(raw: SseEvent): ChatEvent | null {
-  if (!EVENT_NAMES.has(raw.event as ChatEvent["type"])) return null;
+  if (!EVENT_NAMES.has(raw.event)) return null;
   try {
     // The event's name was checked above; its data is the gateway's JSON for that
     // event, trusted to have that event's shape (the gateway is this UI's own server).

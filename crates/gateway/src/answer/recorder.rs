@@ -18,7 +18,7 @@ use maitred_llm::{ToolCall, Usage};
 use maitred_protocol::events::{
     ApprovalRequiredEvent, ChatEvent, DoneEvent, ErrorEvent, Finish, InputAction,
     InputRequiredEvent, InputResolvedEvent, MetaEvent, TokenEvent, ToolCallEvent,
-    ToolProgressEvent, ToolResultEvent, ToolStatus, UsageEvent,
+    ToolProgressEvent, ToolResultEvent, UsageEvent,
 };
 use maitred_protocol::ids::{CallStatus, InputId, MessageStatus, PartId, ToolCallId};
 
@@ -280,19 +280,21 @@ impl Recorder {
         Waiting::on(&self.metrics.inputs_waiting)
     }
 
+    /// The call ended by itself: `status` is one of [`CallStatus::RESULTS`], stored
+    /// and streamed alike.
     pub async fn call_finished(
         &self,
         call: StartedCall,
-        status: ToolStatus,
+        status: CallStatus,
         summary: &str,
     ) -> StoreResult<()> {
+        debug_assert!(status.is_result(), "a call does not end as {status}");
         let elapsed = call.at.elapsed();
         let duration_ms = u64::try_from(elapsed.as_millis()).unwrap_or(u64::MAX);
-        let stored = CallStatus::from(status.clone());
         let labels = ToolLabels {
             server: call.server,
             tool: call.tool,
-            status: stored.as_str(),
+            status: status.as_str(),
         };
         self.metrics.tool_calls.get_or_create(&labels).inc();
         self.metrics
@@ -300,7 +302,7 @@ impl Recorder {
             .get_or_create(&labels)
             .observe(elapsed.as_secs_f64());
         self.store
-            .call_finished(&call.id, stored, duration_ms, summary)
+            .call_finished(&call.id, status, duration_ms, summary)
             .await?;
         self.emit(ChatEvent::ToolResult(ToolResultEvent {
             id: call.id,

@@ -130,10 +130,7 @@ impl Viewers {
             .unwrap()
             .iter()
             .filter_map(|e| match e {
-                ChatEvent::ToolResult(result) => {
-                    let status = &result.status;
-                    Some(CallStatus::from(status.clone()).to_string())
-                }
+                ChatEvent::ToolResult(result) => Some(result.status.to_string()),
                 _ => None,
             })
             .collect()

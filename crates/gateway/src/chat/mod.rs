@@ -168,7 +168,7 @@ pub async fn resume(
             let event = maitred_protocol::events::ChatEvent::InputRequired(request);
             Event::default()
                 .event(event.name())
-                .data(serde_json::to_string(&event).unwrap_or_else(|_| "{}".to_owned()))
+                .data(event.data_json().unwrap_or_else(|_| "{}".to_owned()))
         })
         .collect();
     Ok(stream_after(

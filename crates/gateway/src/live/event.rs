@@ -23,7 +23,7 @@ impl LoggedEvent {
             seq,
             name: Arc::from(event.name()),
             // Serializing our own types cannot fail; an empty object keeps the stream valid.
-            data: Arc::from(serde_json::to_string(event).unwrap_or_else(|_| "{}".to_owned())),
+            data: Arc::from(event.data_json().unwrap_or_else(|_| "{}".to_owned())),
         }
     }
 

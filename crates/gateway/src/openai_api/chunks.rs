@@ -1,4 +1,4 @@
-//! What goes out: an answer's events (the chat stream's, see `chat::events`) turned
+//! What goes out: an answer's events (the chat stream's `ChatEvent`s) turned
 //! into OpenAI's `chat.completion.chunk`s, or gathered into one `chat.completion`;
 //! and the model list.
 //!
@@ -15,6 +15,8 @@ use serde_json::Value;
 
 use super::errors::ErrorBody;
 use crate::live::LoggedEvent;
+use maitred_protocol::events::{ChatEvent, Finish};
+use maitred_protocol::ids::{ConversationId, MessageId, ToolCallId};
 
 #[derive(Debug, Clone, PartialEq, Serialize)]
 pub struct Chunk {
@@ -54,13 +56,15 @@ pub struct Usage {
     pub total_tokens: u64,
 }
 
-/// maitred's extra field.
+/// maitred's extra field. A call and its result are the chat stream's events as JSON
+/// objects (so with their keys in order of name), the result with its call's server
+/// and tool added.
 #[derive(Debug, Clone, Default, PartialEq, Serialize)]
 pub struct Extra {
     #[serde(skip_serializing_if = "Option::is_none")]
-    pub conversation_id: Option<Value>,
+    pub conversation_id: Option<ConversationId>,
     #[serde(skip_serializing_if = "Option::is_none")]
-    pub message_id: Option<Value>,
+    pub message_id: Option<MessageId>,
     #[serde(skip_serializing_if = "Option::is_none")]
     pub tool_call: Option<Value>,
     #[serde(skip_serializing_if = "Option::is_none")]
@@ -97,8 +101,8 @@ pub struct AssistantMessage {
 
 #[derive(Debug, Clone, Default, PartialEq, Serialize)]
 pub struct CompletionExtra {
-    pub conversation_id: Option<Value>,
-    pub message_id: Option<Value>,
+    pub conversation_id: Option<ConversationId>,
+    pub message_id: Option<MessageId>,
     /// The tool activity in order: `{"tool_call": …}` and `{"tool_result": …}` objects,
     /// as on the streamed chunks.
     pub tool_activity: Vec<Value>,
@@ -136,7 +140,7 @@ pub struct Translator {
     usage: Option<Usage>,
     error: Option<ErrorBody>,
     /// Calls by id: their server and tool, repeated on their results.
-    calls: HashMap<String, (Value, Value)>,
+    calls: HashMap<ToolCallId, (String, String)>,
 }
 
 impl Translator {
@@ -179,10 +183,20 @@ impl Translator {
 
     /// The chunks for one event (none for most of what only the chat API shows).
     pub fn event(&mut self, event: &LoggedEvent) -> Vec<Out> {
-        let data: Value = serde_json::from_str(&event.data).unwrap_or(Value::Null);
-        match &*event.name {
+        // The log holds only events the gateway wrote; one it cannot read is skipped.
+        match ChatEvent::from_frame(&event.name, &event.data) {
+            Ok(event) => self.chat_event(event),
+            Err(error) => {
+                tracing::warn!(%error, "an answer's event is not a chat event");
+                Vec::new()
+            }
+        }
+    }
+
+    fn chat_event(&mut self, event: ChatEvent) -> Vec<Out> {
+        match event {
             // A later `meta` (a fallback model took over) changes nothing here.
-            "meta" if !self.began => {
+            ChatEvent::Meta(meta) if !self.began => {
                 self.began = true;
                 let mut first = self.chunk(
                     Delta {
@@ -192,81 +206,74 @@ impl Translator {
                     None,
                 );
                 first.maitred = Some(Extra {
-                    conversation_id: Some(data["conversation_id"].clone()),
-                    message_id: Some(data["message_id"].clone()),
+                    conversation_id: Some(meta.conversation_id),
+                    message_id: Some(meta.message_id),
                     ..Extra::default()
                 });
                 vec![Out::Chunk(first)]
             }
-            "token" => {
-                let text = data["text"].as_str().unwrap_or_default().to_owned();
-                vec![Out::Chunk(self.chunk(
-                    Delta {
-                        role: None,
-                        content: Some(text),
-                    },
-                    None,
-                ))]
-            }
-            "tool_call" => {
-                if let Some(id) = data["id"].as_str() {
-                    self.calls.insert(
-                        id.to_owned(),
-                        (data["server"].clone(), data["tool"].clone()),
-                    );
-                }
+            ChatEvent::Token(token) => vec![Out::Chunk(self.chunk(
+                Delta {
+                    role: None,
+                    content: Some(token.text),
+                },
+                None,
+            ))],
+            ChatEvent::ToolCall(call) => {
+                self.calls
+                    .insert(call.id.clone(), (call.server.clone(), call.tool.clone()));
                 vec![Out::Chunk(self.with_extra(Extra {
-                    tool_call: Some(data),
+                    tool_call: Some(json_object(&call)),
                     ..Extra::default()
                 }))]
             }
-            "tool_result" => {
-                let mut result = data;
-                let known = result["id"].as_str().and_then(|id| self.calls.get(id));
-                if let (Some((server, tool)), Some(fields)) = (known, result.as_object_mut()) {
-                    fields.insert("server".to_owned(), server.clone());
-                    fields.insert("tool".to_owned(), tool.clone());
+            ChatEvent::ToolResult(result) => {
+                let mut shown = json_object(&result);
+                if let (Some((server, tool)), Some(fields)) =
+                    (self.calls.get(&result.id), shown.as_object_mut())
+                {
+                    fields.insert("server".to_owned(), Value::from(server.as_str()));
+                    fields.insert("tool".to_owned(), Value::from(tool.as_str()));
                 }
                 vec![Out::Chunk(self.with_extra(Extra {
-                    tool_result: Some(result),
+                    tool_result: Some(shown),
                     ..Extra::default()
                 }))]
             }
-            "usage" => {
-                let n = |field: &str| data[field].as_u64().unwrap_or(0);
+            ChatEvent::Usage(usage) => {
                 self.usage = Some(Usage {
-                    prompt_tokens: n("prompt_tokens"),
-                    completion_tokens: n("completion_tokens"),
-                    total_tokens: n("total_tokens"),
+                    prompt_tokens: usage.prompt_tokens,
+                    completion_tokens: usage.completion_tokens,
+                    total_tokens: usage.total_tokens,
                 });
                 Vec::new()
             }
-            "error" => {
+            ChatEvent::Error(error) => {
                 self.error = Some(ErrorBody {
-                    message: data["message"]
-                        .as_str()
-                        .unwrap_or("the answer failed")
-                        .to_owned(),
+                    message: error.message,
                     kind: "server_error",
                     param: None,
-                    code: data["code"].as_str().map(str::to_owned),
+                    code: Some(error.code),
                 });
                 Vec::new()
             }
-            "done" => self.done(data["finish_reason"].as_str().unwrap_or("stop")),
-            _ => Vec::new(),
+            ChatEvent::Done(done) => self.done(&done.finish_reason),
+            ChatEvent::Meta(_)
+            | ChatEvent::ApprovalRequired(_)
+            | ChatEvent::InputRequired(_)
+            | ChatEvent::InputResolved(_)
+            | ChatEvent::ToolProgress(_) => Vec::new(),
         }
     }
 
-    fn done(&self, finish: &str) -> Vec<Out> {
+    fn done(&self, finish: &Finish) -> Vec<Out> {
         if let Some(error) = &self.error {
             return vec![Out::Error(error.clone())];
         }
         // The turn budget ran out before a final answer: the nearest OpenAI reason.
-        let reason = if finish == "max_iterations" {
-            "length"
-        } else {
-            "stop"
+        let reason = match finish {
+            Finish::MaxIterations => "length",
+            Finish::Stop | Finish::Cancelled | Finish::Error => "stop",
         };
         let mut out = vec![Out::Chunk(self.chunk(Delta::default(), Some(reason)))];
         if self.include_usage {
@@ -333,14 +340,18 @@ impl Translator {
     }
 }
 
+/// An event of ours as a JSON object: serializing our own types cannot fail.
+fn json_object(event: &impl Serialize) -> Value {
+    serde_json::to_value(event).unwrap_or(Value::Null)
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
     use maitred_protocol::events::{
-        ChatEvent, DoneEvent, Finish, TokenEvent, ToolCallEvent, ToolResultEvent, ToolStatus,
-        UsageEvent,
+        DoneEvent, TokenEvent, ToolCallEvent, ToolResultEvent, UsageEvent,
     };
-    use maitred_protocol::ids::ToolCallId;
+    use maitred_protocol::ids::CallStatus;
 
     fn logged(events: Vec<ChatEvent>) -> Vec<LoggedEvent> {
         events
@@ -364,7 +375,7 @@ mod tests {
             }),
             ChatEvent::ToolResult(ToolResultEvent {
                 id: call,
-                status: ToolStatus::Ok,
+                status: CallStatus::Ok,
                 duration_ms: 3,
                 summary: "20 tables".into(),
             }),

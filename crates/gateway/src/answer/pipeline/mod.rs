@@ -18,8 +18,7 @@ use super::turn::Reply;
 use super::{Answer, Answerer, Stop};
 use crate::tools::{CallContext, CallLink, Catalogue, InvalidArguments, RegisteredTool};
 use maitred_llm::ToolCall;
-use maitred_protocol::events::ToolStatus;
-use maitred_protocol::ids::{PartId, ToolCallId};
+use maitred_protocol::ids::{CallStatus, PartId, ToolCallId};
 
 use super::ports::StoreResult;
 
@@ -73,7 +72,7 @@ impl Answerer {
         let Some(tool) = catalogue.find(&call.name) else {
             let started = recorder.call_started(turn, &call.id, &shown, false).await?;
             recorder
-                .call_finished(started, ToolStatus::Error, "unknown tool")
+                .call_finished(started, CallStatus::Error, "unknown tool")
                 .await?;
             let available: Vec<&str> = catalogue.tools.iter().map(|t| t.exposed.as_str()).collect();
             return Ok(format!(
@@ -92,7 +91,7 @@ impl Answerer {
 
         if let Err(reason) = permission::allowed(&self.policy, answer, &tool, budget_spent) {
             recorder
-                .call_finished(started, ToolStatus::Denied, &reason.to_string())
+                .call_finished(started, CallStatus::Denied, &reason.to_string())
                 .await?;
             return Ok(format!(
                 "Not allowed: {reason}. Nothing was done. Answer with what you have, and tell the user what you could not do."
@@ -106,7 +105,7 @@ impl Answerer {
             let verdict = permission::approved(self.approvals.as_ref(), answer, &shown).await?;
             if let Err(refusal) = verdict {
                 recorder
-                    .call_finished(started, ToolStatus::Denied, refusal.summary())
+                    .call_finished(started, CallStatus::Denied, refusal.summary())
                     .await?;
                 return Ok(refusal.tell_model());
             }
@@ -171,7 +170,7 @@ async fn refused(
     let summary = format!("invalid arguments: {}", summarise::shorten(problem, 120));
     answer
         .recorder
-        .call_finished(started, ToolStatus::Error, &summary)
+        .call_finished(started, CallStatus::Error, &summary)
         .await?;
     Ok(format!(
         "Error: the arguments for {} do not fit its input schema: {problem}. Correct them and call it again.",

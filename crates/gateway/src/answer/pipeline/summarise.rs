@@ -6,11 +6,11 @@ use serde_json::Value;
 
 use crate::tools::CallOutcome;
 pub(crate) use maitred_llm::output::capped;
-use maitred_protocol::events::ToolStatus;
+use maitred_protocol::ids::CallStatus;
 
 /// What a call came to, for the person (status, summary) and the model (text).
 pub(crate) struct Summarised {
-    pub status: ToolStatus,
+    pub status: CallStatus,
     pub summary: String,
     pub text: String,
 }
@@ -20,15 +20,15 @@ pub(crate) fn outcome(outcome: CallOutcome, cap: usize) -> Summarised {
     let (status, summary, text) = match outcome {
         CallOutcome::Ok { text, structured } => {
             let summary = summary(&text, structured.as_ref());
-            (ToolStatus::Ok, summary, text)
+            (CallStatus::Ok, summary, text)
         }
         CallOutcome::ToolError(text) => (
-            ToolStatus::Error,
+            CallStatus::Error,
             shorten(&text, 160),
             format!("Error: {text}"),
         ),
         CallOutcome::Unavailable(reason) => (
-            ToolStatus::Unavailable,
+            CallStatus::Unavailable,
             shorten(&reason, 160),
             format!(
                 "The tool is unavailable right now ({reason}). Tell the user; do not retry it now."
