@@ -82,7 +82,12 @@ export const CHAT_EVENT_NAMES: readonly ChatEvent["type"][] = ["meta", "token", 
 
 export type ConversationSummary = { id: ConversationId, title: string, created_at: string, updated_at: string, };
 
-export type StoredToolCall = { id: ToolCallId, server: string, tool: string, arguments: unknown, status: CallStatus, duration_ms: number | null, summary: string | null, created_at: string, };
+export type StoredToolCall = { id: ToolCallId, server: string, tool: string, 
+/**
+ * What people were shown of the call as it streamed (its `tool_call` event's
+ * title); the tool's name for a call stored before titles were.
+ */
+title: string, arguments: unknown, status: CallStatus, duration_ms: number | null, summary: string | null, created_at: string, };
 
 export type StoredMessage = { id: PartId, 
 /**

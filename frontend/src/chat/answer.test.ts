@@ -23,6 +23,7 @@ const call = {
   id: "tc_1",
   server: "resos",
   tool: "createBooking",
+  title: "Create booking",
   arguments: { people: 2 },
   duration_ms: null,
   summary: null,

@@ -309,7 +309,11 @@ export function setInput(answer: Answer, inputId: string, change: Partial<InputR
   };
 }
 
-/** "getCustomers" → "Get customers": stored calls have no title of their own. */
+/**
+ * "getCustomers" → "Get customers": a name for the card of a call whose `tool_call`
+ * (which carries the call's title) this answer has not seen, only a request for input
+ * that names its tool. Calls streamed or stored carry the title the gateway gave them.
+ */
 export function titleFromToolName(tool: string): string {
   const words = tool
     .replace(/^.*__/, "")
@@ -349,7 +353,7 @@ function storedTool(call: StoredToolCall, answerRunning: boolean): ToolView {
     id: call.id,
     server: call.server,
     tool: call.tool,
-    title: titleFromToolName(call.tool),
+    title: call.title,
     arguments: call.arguments,
     status,
   };

@@ -48,6 +48,9 @@ pub struct NewCall<'a> {
     pub server: &'a str,
     pub tool: &'a str,
     pub arguments: &'a Value,
+    /// What people are shown of it ("Look up tables · limit 5"), kept so that a
+    /// conversation read later shows the call as it was streamed.
+    pub title: &'a str,
 }
 
 /// Where an answer's events go: to everyone watching it.

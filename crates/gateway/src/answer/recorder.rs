@@ -233,6 +233,7 @@ impl Recorder {
             server: &shown.server,
             tool: &shown.tool,
             arguments: &shown.arguments,
+            title: &shown.title,
         };
         self.ready().await?;
         self.store.call_started(&self.answer, call).await?;

@@ -49,6 +49,8 @@ pub struct StoredToolCall {
     pub server: String,
     pub tool: String,
     pub arguments: String,
+    /// `None` for a call stored before titles were.
+    pub title: Option<String>,
     pub status: CallStatus,
     pub duration_ms: Option<i64>,
     pub summary: Option<String>,
@@ -241,7 +243,7 @@ impl Store {
         .fetch_all(self.db.pool())
         .await?;
         let calls = sqlx::query_as(
-            "SELECT id, turn_id, server, tool, arguments, status, duration_ms, summary, created_at \
+            "SELECT id, turn_id, server, tool, arguments, title, status, duration_ms, summary, created_at \
              FROM tool_calls WHERE conversation_id = $1 ORDER BY created_at, id",
         )
         .bind(id)
@@ -403,8 +405,8 @@ impl AnswerStore for Store {
 
     async fn call_started(&self, answer: &AnswerRef, call: NewCall<'_>) -> StoreResult<()> {
         sqlx::query(
-            "INSERT INTO tool_calls (id, message_id, conversation_id, turn_id, model_call_id, server, tool, arguments, status, created_at) \
-             VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10)",
+            "INSERT INTO tool_calls (id, message_id, conversation_id, turn_id, model_call_id, server, tool, arguments, title, status, created_at) \
+             VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11)",
         )
         .bind(call.id)
         .bind(&answer.message)
@@ -414,6 +416,7 @@ impl AnswerStore for Store {
         .bind(call.server)
         .bind(call.tool)
         .bind(call.arguments.to_string())
+        .bind(call.title)
         .bind(CallStatus::Running)
         .bind(canonical_now())
         .execute(self.db.pool())

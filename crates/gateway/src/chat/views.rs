@@ -45,6 +45,9 @@ pub struct ToolCallView {
     pub id: ToolCallId,
     pub server: String,
     pub tool: String,
+    /// What people were shown of the call as it streamed (its `tool_call` event's
+    /// title); the tool's name for a call stored before titles were.
+    pub title: String,
     #[cfg_attr(test, ts(type = "unknown"))]
     pub arguments: Value,
     pub status: CallStatus,
@@ -99,6 +102,7 @@ impl From<&StoredToolCall> for ToolCallView {
             id: call.id.clone(),
             server: call.server.clone(),
             tool: call.tool.clone(),
+            title: call.title.clone().unwrap_or_else(|| call.tool.clone()),
             arguments: serde_json::from_str(&call.arguments).unwrap_or(Value::Null),
             status: call.status,
             duration_ms: call.duration_ms,
@@ -129,4 +133,32 @@ pub(crate) struct Answered {
     pub id: InputId,
     /// `accepted`, `declined` or `cancelled`.
     pub status: &'static str,
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn stored(title: Option<&str>) -> StoredToolCall {
+        StoredToolCall {
+            id: ToolCallId::new(),
+            turn_id: PartId::new(),
+            server: "resos".into(),
+            tool: "getTables".into(),
+            arguments: r#"{"limit":2}"#.into(),
+            title: title.map(str::to_owned),
+            status: CallStatus::Ok,
+            duration_ms: Some(3),
+            summary: Some("2 of 20 records".into()),
+            created_at: "2026-11-27T10:00:00Z".into(),
+        }
+    }
+
+    #[test]
+    fn a_call_shows_the_title_it_streamed_with() {
+        let view = ToolCallView::from(&stored(Some("Look up tables · limit 2")));
+        assert_eq!(view.title, "Look up tables · limit 2");
+        // Stored before titles were: its tool's name.
+        assert_eq!(ToolCallView::from(&stored(None)).title, "getTables");
+    }
 }
