@@ -1,13 +1,10 @@
 //! `GET /customers` and `GET /customers/{id}`.
 
-use axum::extract::{Path, State};
 use sqlx::FromRow;
 
-use super::error::ApiError;
-use super::extract::ApiQuery;
-use super::list::{ListParams, ListResponse, Listing};
+use super::list::{Listing, read_endpoints};
 use super::model::Customer;
-use super::{BackendState, Json, Reader, resources};
+use super::resources;
 
 pub(super) const COLUMNS: &str = "c.id, c.name, c.email, c.phone, c.created_at, c.last_booking_at, c.booking_count, c.total_spent, c.metadata";
 
@@ -50,35 +47,20 @@ impl From<CustomerRow> for Customer {
     }
 }
 
-/// List customers
-#[utoipa::path(get, path = "/customers", tag = "customers",
-    params(ListParams),
-    responses(
-        (status = 200, description = "Customers; X-Total-Count holds the number matching the filter", body = [Customer]),
-        (status = 400, description = "Invalid limit, sort or customQuery", body = super::ErrorBody),
+read_endpoints! {
+    tag: "customers",
+    model: Customer,
+    row: CustomerRow,
+    list: (
+        "/customers",
+        "List customers",
+        "Customers; X-Total-Count holds the number matching the filter",
         (status = 401, description = "Missing or invalid token", body = super::ErrorBody),
     ),
-    security(("bearer" = ["backend.read"])))]
-pub(super) async fn list(
-    _auth: Reader,
-    State(state): State<BackendState>,
-    ApiQuery(params): ApiQuery<ListParams>,
-) -> ListResponse<Customer> {
-    LISTING.list::<CustomerRow, _>(&state.db, &params).await
-}
-
-/// Get a customer
-#[utoipa::path(get, path = "/customers/{id}", tag = "customers",
-    params(("id" = String, Path, description = "Customer id")),
-    responses(
-        (status = 200, body = Customer),
-        (status = 404, description = "No such customer", body = super::ErrorBody),
+    get: (
+        "/customers/{id}",
+        "Get a customer",
+        "Customer id",
+        "No such customer",
     ),
-    security(("bearer" = ["backend.read"])))]
-pub(super) async fn get(
-    _auth: Reader,
-    State(state): State<BackendState>,
-    Path(id): Path<String>,
-) -> Result<Json<Customer>, ApiError> {
-    LISTING.get::<CustomerRow, _>(&state.db, &id).await
 }

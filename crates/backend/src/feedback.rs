@@ -1,13 +1,10 @@
 //! `GET /feedback` and `GET /feedback/{id}`, each with its customer embedded.
 
-use axum::extract::{Path, State};
 use sqlx::FromRow;
 
-use super::error::ApiError;
-use super::extract::ApiQuery;
-use super::list::{ListParams, ListResponse, Listing};
+use super::list::{Listing, read_endpoints};
 use super::model::{Customer, Feedback};
-use super::{BackendState, Json, Reader, resources};
+use super::resources;
 
 const COLUMNS: &str = "f.id, f.booking_id, f.rating, f.comment, f.created_at, f.is_public, \
     c.id AS c_id, c.name AS c_name, c.email AS c_email, c.phone AS c_phone, c.created_at AS c_created_at, \
@@ -68,34 +65,19 @@ impl From<FeedbackRow> for Feedback {
     }
 }
 
-/// List feedback
-#[utoipa::path(get, path = "/feedback", tag = "feedback",
-    params(ListParams),
-    responses(
-        (status = 200, description = "Feedback entries; X-Total-Count holds the number matching the filter", body = [Feedback]),
-        (status = 400, description = "Invalid limit, sort or customQuery", body = super::ErrorBody),
+read_endpoints! {
+    tag: "feedback",
+    model: Feedback,
+    row: FeedbackRow,
+    list: (
+        "/feedback",
+        "List feedback",
+        "Feedback entries; X-Total-Count holds the number matching the filter",
     ),
-    security(("bearer" = ["backend.read"])))]
-pub(super) async fn list(
-    _auth: Reader,
-    State(state): State<BackendState>,
-    ApiQuery(params): ApiQuery<ListParams>,
-) -> ListResponse<Feedback> {
-    LISTING.list::<FeedbackRow, _>(&state.db, &params).await
-}
-
-/// Get a feedback entry
-#[utoipa::path(get, path = "/feedback/{id}", tag = "feedback",
-    params(("id" = String, Path, description = "Feedback id")),
-    responses(
-        (status = 200, body = Feedback),
-        (status = 404, description = "No such feedback", body = super::ErrorBody),
+    get: (
+        "/feedback/{id}",
+        "Get a feedback entry",
+        "Feedback id",
+        "No such feedback",
     ),
-    security(("bearer" = ["backend.read"])))]
-pub(super) async fn get(
-    _auth: Reader,
-    State(state): State<BackendState>,
-    Path(id): Path<String>,
-) -> Result<Json<Feedback>, ApiError> {
-    LISTING.get::<FeedbackRow, _>(&state.db, &id).await
 }

@@ -217,6 +217,58 @@ impl Listing {
     }
 }
 
+/// The read endpoints of a resource that one [`Listing`], `LISTING` in the calling
+/// module, reads as rows `$row` answered as models `$model`: `list`, `GET $path` (one
+/// page, with `X-Total-Count`), and, given its path, `get`, `GET $item_path` (one by
+/// id, or a 404). Each with its OpenAPI description; `$extra` adds responses to the
+/// list's. Both need a token with `backend.read`.
+macro_rules! read_endpoints {
+    (
+        tag: $tag:literal,
+        model: $model:ident,
+        row: $row:ident,
+        list: ($path:literal, $list_summary:literal, $listed:literal $(, $extra:tt)* $(,)?)
+        $(, get: ($item_path:literal, $get_summary:literal, $id:literal, $not_found:literal $(,)?))?
+        $(,)?
+    ) => {
+        #[doc = $list_summary]
+        #[utoipa::path(get, path = $path, tag = $tag,
+            params(crate::list::ListParams),
+            responses(
+                (status = 200, description = $listed, body = [$model]),
+                (status = 400, description = "Invalid limit, sort or customQuery", body = crate::ErrorBody),
+                $($extra,)*
+            ),
+            security(("bearer" = ["backend.read"])))]
+        pub(super) async fn list(
+            _auth: crate::Reader,
+            axum::extract::State(state): axum::extract::State<crate::BackendState>,
+            crate::extract::ApiQuery(params): crate::extract::ApiQuery<crate::list::ListParams>,
+        ) -> crate::list::ListResponse<$model> {
+            LISTING.list::<$row, _>(&state.db, &params).await
+        }
+
+        $(
+            #[doc = $get_summary]
+            #[utoipa::path(get, path = $item_path, tag = $tag,
+                params(("id" = String, Path, description = $id)),
+                responses(
+                    (status = 200, body = $model),
+                    (status = 404, description = $not_found, body = crate::ErrorBody),
+                ),
+                security(("bearer" = ["backend.read"])))]
+            pub(super) async fn get(
+                _auth: crate::Reader,
+                axum::extract::State(state): axum::extract::State<crate::BackendState>,
+                axum::extract::Path(id): axum::extract::Path<String>,
+            ) -> Result<crate::Json<$model>, crate::error::ApiError> {
+                LISTING.get::<$row, _>(&state.db, &id).await
+            }
+        )?
+    };
+}
+pub(crate) use read_endpoints;
+
 /// What a list endpoint answers.
 pub(super) type ListResponse<M> = Result<(HeaderMap, Json<Vec<M>>), ApiError>;
 

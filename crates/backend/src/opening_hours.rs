@@ -1,13 +1,10 @@
 //! `GET /opening-hours` and `GET /opening-hours/{id}`.
 
-use axum::extract::{Path, State};
 use sqlx::FromRow;
 
-use super::error::ApiError;
-use super::extract::ApiQuery;
-use super::list::{ListParams, ListResponse, Listing};
+use super::list::{Listing, read_endpoints};
 use super::model::OpeningHours;
-use super::{BackendState, Json, Reader, resources};
+use super::resources;
 
 const COLUMNS: &str =
     "o.id, o.name, o.date, o.opens, o.closes, o.is_open, o.max_people, o.metadata";
@@ -50,34 +47,19 @@ impl From<OpeningHoursRow> for OpeningHours {
     }
 }
 
-/// List opening hours
-#[utoipa::path(get, path = "/opening-hours", tag = "opening-hours",
-    params(ListParams),
-    responses(
-        (status = 200, description = "Opening periods, by date and time", body = [OpeningHours]),
-        (status = 400, description = "Invalid limit, sort or customQuery", body = super::ErrorBody),
+read_endpoints! {
+    tag: "opening-hours",
+    model: OpeningHours,
+    row: OpeningHoursRow,
+    list: (
+        "/opening-hours",
+        "List opening hours",
+        "Opening periods, by date and time",
     ),
-    security(("bearer" = ["backend.read"])))]
-pub(super) async fn list(
-    _auth: Reader,
-    State(state): State<BackendState>,
-    ApiQuery(params): ApiQuery<ListParams>,
-) -> ListResponse<OpeningHours> {
-    LISTING.list::<OpeningHoursRow, _>(&state.db, &params).await
-}
-
-/// Get an opening period
-#[utoipa::path(get, path = "/opening-hours/{id}", tag = "opening-hours",
-    params(("id" = String, Path, description = "Opening hours id")),
-    responses(
-        (status = 200, body = OpeningHours),
-        (status = 404, description = "No such opening period", body = super::ErrorBody),
+    get: (
+        "/opening-hours/{id}",
+        "Get an opening period",
+        "Opening hours id",
+        "No such opening period",
     ),
-    security(("bearer" = ["backend.read"])))]
-pub(super) async fn get(
-    _auth: Reader,
-    State(state): State<BackendState>,
-    Path(id): Path<String>,
-) -> Result<Json<OpeningHours>, ApiError> {
-    LISTING.get::<OpeningHoursRow, _>(&state.db, &id).await
 }

@@ -1,12 +1,10 @@
 //! `GET /tables`, each table with its area.
 
-use axum::extract::State;
 use sqlx::FromRow;
 
-use super::extract::ApiQuery;
-use super::list::{ListParams, ListResponse, Listing};
+use super::list::{Listing, read_endpoints};
 use super::model::{Area, Table};
-use super::{BackendState, Reader, resources};
+use super::resources;
 
 pub(super) const COLUMNS: &str = "t.id, t.name, t.seats_min, t.seats_max, t.internal_note, \
     a.id AS area_id, a.name AS area_name, a.internal_note AS area_internal_note, a.booking_priority AS area_booking_priority";
@@ -53,18 +51,9 @@ impl From<TableRow> for Table {
     }
 }
 
-/// List tables
-#[utoipa::path(get, path = "/tables", tag = "tables",
-    params(ListParams),
-    responses(
-        (status = 200, description = "Tables with their areas", body = [Table]),
-        (status = 400, description = "Invalid limit, sort or customQuery", body = super::ErrorBody),
-    ),
-    security(("bearer" = ["backend.read"])))]
-pub(super) async fn list(
-    _auth: Reader,
-    State(state): State<BackendState>,
-    ApiQuery(params): ApiQuery<ListParams>,
-) -> ListResponse<Table> {
-    LISTING.list::<TableRow, _>(&state.db, &params).await
+read_endpoints! {
+    tag: "tables",
+    model: Table,
+    row: TableRow,
+    list: ("/tables", "List tables", "Tables with their areas"),
 }
