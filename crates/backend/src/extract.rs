@@ -40,10 +40,7 @@ fn json_rejection(rejection: JsonRejection, limit: usize) -> ApiError {
         JsonRejection::JsonDataError(error) => {
             // serde_path_to_error's text: "path: what went wrong at line L column C".
             let text = error.body_text();
-            let detail = text
-                .split_once("target type: ")
-                .map_or(text.as_str(), |(_, rest)| rest)
-                .to_owned();
+            let detail = after(&text, "target type: ").to_owned();
             let (field, message) = match detail.split_once(": ") {
                 Some((path, message)) if !path.contains(' ') => {
                     (path.to_owned(), message.to_owned())
@@ -54,9 +51,7 @@ fn json_rejection(rejection: JsonRejection, limit: usize) -> ApiError {
         }
         JsonRejection::JsonSyntaxError(error) => {
             let text = error.body_text();
-            let detail = text
-                .split_once("JSON: ")
-                .map_or(text.as_str(), |(_, rest)| rest);
+            let detail = after(&text, "JSON: ");
             ApiError::invalid(format!("the body is not valid JSON: {detail}"))
         }
         JsonRejection::MissingJsonContentType(_) => ApiError::UnsupportedMediaType(
@@ -84,9 +79,7 @@ where
             Ok(axum::extract::Query(value)) => Ok(Self(value)),
             Err(QueryRejection::FailedToDeserializeQueryString(error)) => {
                 let text = error.body_text();
-                let detail = text
-                    .split_once("query string: ")
-                    .map_or(text.as_str(), |(_, rest)| rest);
+                let detail = after(&text, "query string: ");
                 Err(ApiError::invalid(format!(
                     "invalid query parameter: {detail}"
                 )))
@@ -94,4 +87,10 @@ where
             Err(other) => Err(ApiError::invalid(other.body_text())),
         }
     }
+}
+
+/// What an error text from serde says after `marker` (its own words, without the
+/// prefix axum puts before them), or all of it.
+fn after<'t>(text: &'t str, marker: &str) -> &'t str {
+    text.split_once(marker).map_or(text, |(_, rest)| rest)
 }

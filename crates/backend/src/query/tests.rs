@@ -92,6 +92,13 @@ fn ok(input: &str) -> Filter {
         .expect("non-empty filter")
 }
 
+/// Asserts that `input` compiles to `sql` with `binds`, numbered from $1.
+fn compiles(input: &str, sql: &str, binds: &[BindValue]) {
+    let f = ok(input);
+    assert_eq!(f.sql, sql, "{input}");
+    assert_eq!(f.binds, binds, "{input}");
+}
+
 fn err(input: &str) -> QueryError {
     match compile_filter(input, &RES, 1) {
         Ok(f) => panic!("{input:?} unexpectedly compiled to {f:?}"),
@@ -127,9 +134,7 @@ fn empty_input_is_no_filter() {
 
 #[test]
 fn simple_comparisons() {
-    let f = ok("email = 'a@b.c'");
-    assert_eq!(f.sql, "(c.email = $1)");
-    assert_eq!(f.binds, vec![text("a@b.c")]);
+    compiles("email = 'a@b.c'", "(c.email = $1)", &[text("a@b.c")]);
     for (op, sql) in [
         ("=", "="),
         ("!=", "<>"),
@@ -139,9 +144,11 @@ fn simple_comparisons() {
         ("<", "<"),
         ("<=", "<="),
     ] {
-        let f = ok(&format!("people {op} 3"));
-        assert_eq!(f.sql, format!("(b.people {sql} $1)"));
-        assert_eq!(f.binds, vec![BindValue::Int(3)]);
+        compiles(
+            &format!("people {op} 3"),
+            &format!("(b.people {sql} $1)"),
+            &[BindValue::Int(3)],
+        );
     }
     // No spaces needed.
     assert_eq!(ok("people>=3").sql, "(b.people >= $1)");
@@ -157,22 +164,20 @@ fn first_placeholder_is_respected() {
 
 #[test]
 fn like_example_exact_sql_and_binds() {
-    let f = ok("email LIKE '%@example.com' AND bookingCount > 2");
-    assert_eq!(
-        f.sql,
-        "(LOWER(c.email) LIKE LOWER($1) ESCAPE '\\' AND c.booking_count > $2)"
+    compiles(
+        "email LIKE '%@example.com' AND bookingCount > 2",
+        "(LOWER(c.email) LIKE LOWER($1) ESCAPE '\\' AND c.booking_count > $2)",
+        &[text("%@example.com"), BindValue::Int(2)],
     );
-    assert_eq!(f.binds, vec![text("%@example.com"), BindValue::Int(2)]);
 }
 
 #[test]
 fn keywords_are_case_insensitive() {
-    let f = ok("name like 'a%' and people is not null or vip = TRUE");
-    assert_eq!(
-        f.sql,
-        "((LOWER(c.name) LIKE LOWER($1) ESCAPE '\\' AND b.people IS NOT NULL) OR c.vip = $2)"
+    compiles(
+        "name like 'a%' and people is not null or vip = TRUE",
+        "((LOWER(c.name) LIKE LOWER($1) ESCAPE '\\' AND b.people IS NOT NULL) OR c.vip = $2)",
+        &[text("a%"), BindValue::Int(1)],
     );
-    assert_eq!(f.binds, vec![text("a%"), BindValue::Int(1)]);
 }
 
 #[test]
@@ -184,11 +189,10 @@ fn precedence_and_binds_tighter() {
     let f = ok("a = 1 AND (b = 2 OR c = 3)");
     assert_eq!(f.sql, "(t.a = $1 AND (t.b = $2 OR t.c = $3))");
     // Redundant parentheses disappear, nested same-kind groups are flattened.
-    let f = ok("((a = 1)) AND (b = 2 AND c = 3)");
-    assert_eq!(f.sql, "(t.a = $1 AND t.b = $2 AND t.c = $3)");
-    assert_eq!(
-        f.binds,
-        vec![BindValue::Int(1), BindValue::Int(2), BindValue::Int(3)]
+    compiles(
+        "((a = 1)) AND (b = 2 AND c = 3)",
+        "(t.a = $1 AND t.b = $2 AND t.c = $3)",
+        &[BindValue::Int(1), BindValue::Int(2), BindValue::Int(3)],
     );
 }
 
@@ -278,9 +282,7 @@ fn text_fields_need_quoted_strings() {
 
 #[test]
 fn date_fields() {
-    let f = ok("date = 2026-11-21");
-    assert_eq!(f.sql, "(b.date = $1)");
-    assert_eq!(f.binds, vec![text("2026-11-21")]);
+    compiles("date = 2026-11-21", "(b.date = $1)", &[text("2026-11-21")]);
     assert_eq!(ok("date >= '2026-11-21'").binds, vec![text("2026-11-21")]);
     err_has("date = 2026-11-21T18:30", &["date only"]);
     err_has("date = '2026-11-21T18:30:00Z'", &["date only"]);
@@ -314,9 +316,11 @@ fn datetime_values_are_normalised_to_utc() {
         ),
     ];
     for (value, want) in cases {
-        let f = ok(&format!("createdAt > {value}"));
-        assert_eq!(f.sql, "(c.created_at > $1)", "{value}");
-        assert_eq!(f.binds, vec![text(want)], "{value}");
+        compiles(
+            &format!("createdAt > {value}"),
+            "(c.created_at > $1)",
+            &[text(want)],
+        );
     }
     err_has("createdAt > 2026-11-21T25:00", &["invalid value"]);
     err_has("createdAt > 9999-12-31T23:00:00-05:00", &["out of range"]);
@@ -344,27 +348,18 @@ fn date_only_on_datetime_means_whole_utc_day() {
         ("<=", "(c.created_at < $1)", vec![d1]),
     ];
     for (op, sql, binds) in cases {
-        let f = ok(&format!("createdAt {op} 2026-11-21"));
-        assert_eq!(f.sql, sql, "{op}");
-        assert_eq!(
-            f.binds,
-            binds.into_iter().map(text).collect::<Vec<_>>(),
-            "{op}"
-        );
+        let binds: Vec<BindValue> = binds.into_iter().map(text).collect();
+        compiles(&format!("createdAt {op} 2026-11-21"), sql, &binds);
     }
     // Quoted dates too, and inside a larger expression the range keeps its parentheses.
-    let f = ok("people > 1 AND createdAt = '2026-12-31'");
-    assert_eq!(
-        f.sql,
-        "(b.people > $1 AND (c.created_at >= $2 AND c.created_at < $3))"
-    );
-    assert_eq!(
-        f.binds,
-        vec![
+    compiles(
+        "people > 1 AND createdAt = '2026-12-31'",
+        "(b.people > $1 AND (c.created_at >= $2 AND c.created_at < $3))",
+        &[
             BindValue::Int(1),
             text("2026-12-31T00:00:00.000Z"),
-            text("2027-01-01T00:00:00.000Z")
-        ]
+            text("2027-01-01T00:00:00.000Z"),
+        ],
     );
     err_has(
         "createdAt LIKE 2026-11-21",
