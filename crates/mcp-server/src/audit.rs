@@ -27,7 +27,7 @@ pub(super) fn resource() -> Resource {
 /// The resource's contents, with `backend` acting for the caller.
 pub(super) async fn read(backend: &BackendClient) -> Result<ReadResourceResult, ErrorData> {
     match backend
-        .get("/audit", &[("limit", NEWEST.to_string())])
+        .get::<serde_json::Value>("/audit", &[("limit", NEWEST.to_string())])
         .await
     {
         // Every write changes it, and what it shows depends on who reads it: never
@@ -46,7 +46,9 @@ pub(super) async fn read(backend: &BackendClient) -> Result<ReadResourceResult, 
             message,
             Some(json!({ "uri": AUDIT_URI })),
         )),
-        Err(BackendError::Unavailable(message)) => Err(ErrorData::internal_error(message, None)),
+        Err(error @ (BackendError::Unavailable(_) | BackendError::Unreadable(_))) => {
+            Err(ErrorData::internal_error(error.to_string(), None))
+        }
     }
 }
 

@@ -7,8 +7,9 @@ use serde::Serialize;
 
 use super::args::FindAvailabilityArgs;
 use super::backend::BackendClient;
+use super::call::Refusal;
 use super::progress::Progress;
-use super::tools::{self, Refusal};
+use super::tools;
 
 /// The longest range one call scans: a month, so a call stays short.
 pub(super) const MAX_DAYS: i64 = 31;

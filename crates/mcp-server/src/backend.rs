@@ -12,6 +12,7 @@ use std::time::Duration;
 use prometheus_client::metrics::counter::Counter;
 use prometheus_client::metrics::family::Family;
 use reqwest::{Method, StatusCode};
+use serde::de::DeserializeOwned;
 use serde_json::Value;
 
 use super::metrics::BackendLabels;
@@ -35,6 +36,9 @@ pub enum BackendError {
     /// Down, slow, 5xx, or no token to be had: nothing the caller can fix.
     #[error("{0}")]
     Unavailable(String),
+    /// A 2xx answer that is not what its schema says (logged where it is found).
+    #[error("the backend's answer cannot be read: {0}")]
+    Unreadable(String),
 }
 
 /// A cheap handle: clones share the connection pool and the token.
@@ -62,8 +66,8 @@ struct Shared {
 }
 
 /// A list with the total the backend reported in `X-Total-Count`.
-pub struct Page {
-    pub items: Vec<Value>,
+pub struct Page<T> {
+    pub items: Vec<T>,
     pub total: Option<u64>,
 }
 
@@ -119,30 +123,48 @@ impl BackendClient {
         self.shared.timeout
     }
 
-    pub async fn get(&self, path: &str, query: &[(&str, String)]) -> Result<Value, BackendError> {
-        Ok(self.send(Method::GET, path, query, None).await?.0)
+    /// `path`'s answer, read straight into `T`.
+    pub async fn get<T: DeserializeOwned>(
+        &self,
+        path: &str,
+        query: &[(&str, String)],
+    ) -> Result<T, BackendError> {
+        let (body, _) = self.send(Method::GET, path, query, None).await?;
+        decode(path, &body)
     }
 
-    pub async fn list(&self, path: &str, query: &[(&str, String)]) -> Result<Page, BackendError> {
+    /// A list, its records read straight into `T`.
+    pub async fn list<T: DeserializeOwned>(
+        &self,
+        path: &str,
+        query: &[(&str, String)],
+    ) -> Result<Page<T>, BackendError> {
         let (body, total) = self.send(Method::GET, path, query, None).await?;
-        let items = match body {
-            Value::Array(items) => items,
-            other => {
-                return Err(BackendError::Unavailable(format!(
+        match serde_json::from_slice::<Vec<T>>(&body) {
+            Ok(items) => Ok(Page { items, total }),
+            Err(error) => match json_or_null(&body) {
+                Value::Array(_) => Err(unreadable(path, &error)),
+                other => Err(BackendError::Unavailable(format!(
                     "the backend answered {path} with {} instead of a list",
                     kind(&other)
-                )));
-            }
-        };
-        Ok(Page { items, total })
+                ))),
+            },
+        }
     }
 
-    pub async fn post(&self, path: &str, body: &Value) -> Result<Value, BackendError> {
-        Ok(self.send(Method::POST, path, &[], Some(body)).await?.0)
+    pub async fn post<T: DeserializeOwned>(
+        &self,
+        path: &str,
+        body: &Value,
+    ) -> Result<T, BackendError> {
+        let (answer, _) = self.send(Method::POST, path, &[], Some(body)).await?;
+        decode(path, &answer)
     }
 
-    pub async fn put(&self, path: &str, body: &Value) -> Result<Value, BackendError> {
-        Ok(self.send(Method::PUT, path, &[], Some(body)).await?.0)
+    /// A change whose answer is not needed.
+    pub async fn put(&self, path: &str, body: &Value) -> Result<(), BackendError> {
+        self.send(Method::PUT, path, &[], Some(body)).await?;
+        Ok(())
     }
 
     /// One call, within the timeout; a 401 forces one token refresh and one retry.
@@ -152,7 +174,7 @@ impl BackendClient {
         path: &str,
         query: &[(&str, String)],
         body: Option<&Value>,
-    ) -> Result<(Value, Option<u64>), BackendError> {
+    ) -> Result<(Vec<u8>, Option<u64>), BackendError> {
         let shared = &self.shared;
         let count = |status: &'static str| {
             shared
@@ -246,17 +268,20 @@ impl BackendClient {
     }
 }
 
-async fn read(response: reqwest::Response) -> Result<(Value, Option<u64>), BackendError> {
+/// A success's body as it came, for the caller to read into its type; a failure's
+/// message, code and details.
+async fn read(response: reqwest::Response) -> Result<(Vec<u8>, Option<u64>), BackendError> {
     let status = response.status();
     let total = response
         .headers()
         .get("x-total-count")
         .and_then(|v| v.to_str().ok())
         .and_then(|v| v.parse().ok());
-    let body: Value = response.json().await.unwrap_or(Value::Null);
+    let body = response.bytes().await.map(Vec::from).unwrap_or_default();
     if status.is_success() {
         return Ok((body, total));
     }
+    let body = json_or_null(&body);
     let message = body["message"]
         .as_str()
         .map(str::to_owned)
@@ -276,6 +301,30 @@ async fn read(response: reqwest::Response) -> Result<(Value, Option<u64>), Backe
             "the backend failed ({status}): {message}"
         )))
     }
+}
+
+/// A body that is not JSON at all reads as `null`.
+fn json_or_null(body: &[u8]) -> Value {
+    serde_json::from_slice(body).unwrap_or(Value::Null)
+}
+
+/// A success's body as `T`; a body that is not JSON at all is read as `null` (which
+/// only a `T` that takes `null` accepts).
+fn decode<T: DeserializeOwned>(path: &str, body: &[u8]) -> Result<T, BackendError> {
+    serde_json::from_slice(body)
+        .or_else(|error| {
+            if error.is_syntax() || error.is_eof() {
+                T::deserialize(Value::Null)
+            } else {
+                Err(error)
+            }
+        })
+        .map_err(|error| unreadable(path, &error))
+}
+
+fn unreadable(path: &str, error: &serde_json::Error) -> BackendError {
+    tracing::error!(%error, path, "the backend's answer does not match its schema");
+    BackendError::Unreadable(format!("{path}: {error}"))
 }
 
 fn method_label(method: &Method) -> &'static str {

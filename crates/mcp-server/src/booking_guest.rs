@@ -5,20 +5,20 @@
 
 use std::collections::BTreeMap;
 
+use futures::future::BoxFuture;
 use rmcp::RoleServer;
 use rmcp::model::{
-    CallToolRequestParams, CallToolResponse, CallToolResult, ContentBlock, ElicitRequest,
-    ElicitRequestParams, ElicitResult, InputRequest, InputRequiredResult, JsonObject,
-    ProtocolVersion,
+    CallToolRequestParams, ElicitRequest, ElicitRequestParams, ElicitResult, InputRequest,
+    InputRequiredResult, JsonObject, ProtocolVersion,
 };
 use rmcp::service::RequestContext;
 
 use super::backend::BackendClient;
-use super::guest_form::{self, Answer, Guest, Question};
+use super::call::{Answer, Call, Refusal, tool_error};
+use super::guest_form::{self, Guest, Question};
 use super::metrics::Outcome;
 use super::sealed_state::{Binding, StateSeal};
-use super::tools::{self, Refusal};
-use maitred_core::auth::Principal;
+use super::tools;
 
 /// The key of our one input request in `inputRequests` / `inputResponses`.
 pub(super) const INPUT_KEY: &str = "guest";
@@ -26,31 +26,9 @@ pub(super) const INPUT_KEY: &str = "guest";
 /// How many same-named customers the choice offers at most.
 const MAX_CHOICES: u32 = 6;
 
-/// Where the call stands once the guest is settled.
-pub(super) enum Settled {
-    /// Book with these arguments.
-    Ready(JsonObject),
-    /// Answer the call with this (a question, or a tool error), booking nothing.
-    Answered(Outcome, CallToolResponse),
-    /// A retry this server cannot honour (a forged, expired or foreign state): -32602.
-    Invalid(String),
-}
-
-fn error(outcome: Outcome, text: String) -> Settled {
-    Settled::Answered(
-        outcome,
-        CallToolResult::error(vec![ContentBlock::text(text)]).into(),
-    )
-}
-
-impl From<Refusal> for Settled {
-    fn from(refusal: Refusal) -> Self {
-        match refusal {
-            Refusal::InvalidParams(message) => Settled::Invalid(message),
-            Refusal::Failed(message) => error(Outcome::ToolError, message),
-            Refusal::Unavailable(message) => error(Outcome::Unavailable, message),
-        }
-    }
+/// A retry this server cannot honour (a forged, expired or foreign state): -32602.
+fn invalid(message: String) -> Answer {
+    Refusal::InvalidParams(message).answer()
 }
 
 /// Whether the caller can show a form: it declared `elicitation` with form mode (an
@@ -82,14 +60,23 @@ fn booking_words(arguments: &JsonObject) -> String {
     )
 }
 
-pub(super) async fn settle(
-    seal: &StateSeal,
-    backend: &BackendClient,
-    request: &CallToolRequestParams,
-    ctx: &RequestContext<RoleServer>,
-    caller: Option<&Principal>,
-) -> Settled {
-    let arguments = request.arguments.clone().unwrap_or_default();
+/// `createBooking`'s step before it books: the arguments with the guest settled,
+/// or the call's answer (a form to fill in, or why nothing was booked).
+pub(super) fn ask_for_guest<'a>(
+    call: &'a Call<'a>,
+    arguments: JsonObject,
+) -> BoxFuture<'a, Result<JsonObject, Answer>> {
+    Box::pin(settle(call, arguments))
+}
+
+async fn settle(call: &Call<'_>, arguments: JsonObject) -> Result<JsonObject, Answer> {
+    let Call {
+        request,
+        ctx,
+        caller,
+        backend,
+        seal,
+    } = *call;
     let binding = Binding::new(caller, &request.name, &arguments);
     if round_trips(ctx) && (request.request_state.is_some() || request.input_responses.is_some()) {
         return answered_retry(seal, backend, request, &binding, arguments).await;
@@ -97,34 +84,33 @@ pub(super) async fn settle(
     let known = Guest::from_arguments(&arguments);
     // A client without forms gets what it always got: the tool's own answer.
     if known.is_complete() || !shows_forms(ctx) {
-        return Settled::Ready(arguments);
+        return Ok(arguments);
     }
-    let (question, form) = match ask(backend, &known, &arguments).await {
-        Ok(asked) => asked,
-        Err(refusal) => return refusal.into(),
-    };
+    let (question, form) = ask(backend, &known, &arguments)
+        .await
+        .map_err(Refusal::answer)?;
     if round_trips(ctx) {
         let requests = BTreeMap::from([(
             INPUT_KEY.to_owned(),
             InputRequest::Elicitation(ElicitRequest::new(form)),
         )]);
         let state = seal.seal(&question, &binding);
-        return Settled::Answered(
+        return Err((
             Outcome::InputRequired,
-            InputRequiredResult::new(Some(requests), Some(state)).into(),
-        );
+            Ok(InputRequiredResult::new(Some(requests), Some(state)).into()),
+        ));
     }
     match ctx.peer.create_elicitation(form).await {
         Ok(result) => apply(backend, &question, &known, result, arguments).await,
         Err(e) => {
             tracing::warn!(error = %e, "the guest form could not be shown");
-            error(
+            Err(tool_error(
                 Outcome::ToolError,
                 "The form for the guest's details could not be shown, so nothing was booked. Ask \
 the person in the chat for the guest's name and an email address or phone number, then call \
 createBooking again with them."
                     .to_owned(),
-            )
+            ))
         }
     }
 }
@@ -136,22 +122,22 @@ async fn answered_retry(
     request: &CallToolRequestParams,
     binding: &Binding,
     arguments: JsonObject,
-) -> Settled {
+) -> Result<JsonObject, Answer> {
     let Some(state) = request.request_state.as_deref() else {
-        return Settled::Invalid(
+        return Err(invalid(
             "inputResponses came without the requestState they answer; call createBooking again \
 without inputResponses"
                 .to_owned(),
-        );
+        ));
     };
     let question: Question = match seal.open(state, binding) {
         Ok(question) => question,
         Err(e) => {
             tracing::warn!(error = %e, "a createBooking retry with a requestState that does not open");
-            return Settled::Invalid(format!(
+            return Err(invalid(format!(
                 "the requestState does not belong to this call ({e}): it was issued for another \
 caller or other arguments, was changed, or has expired; call createBooking again without it"
-            ));
+            )));
         }
     };
     let response = request
@@ -160,9 +146,9 @@ caller or other arguments, was changed, or has expired; call createBooking again
         .and_then(|responses| responses.get(INPUT_KEY))
         .cloned();
     let Some(result) = response.and_then(|r| serde_json::from_value::<ElicitResult>(r).ok()) else {
-        return Settled::Invalid(format!(
+        return Err(invalid(format!(
             "inputResponses must answer the input request {INPUT_KEY:?} with an elicitation result"
-        ));
+        )));
     };
     let known = Guest::from_arguments(&arguments);
     apply(backend, &question, &known, result, arguments).await
@@ -196,20 +182,14 @@ async fn apply(
     known: &Guest,
     result: ElicitResult,
     arguments: JsonObject,
-) -> Settled {
-    match guest_form::read(question, known, result) {
-        Answer::Guest(guest) => Settled::Ready(guest.into_arguments(arguments)),
-        Answer::Customer(id) => match tools::customer(backend, &id).await {
-            Ok(customer) => Settled::Ready(
-                Guest {
-                    name: Some(customer.name),
-                    email: customer.email,
-                    phone: customer.phone,
-                }
-                .into_arguments(arguments),
-            ),
-            Err(refusal) => refusal.into(),
-        },
-        Answer::Refused(text) => error(Outcome::ToolError, text),
-    }
+) -> Result<JsonObject, Answer> {
+    let guest = match guest_form::read(question, known, result) {
+        guest_form::Answer::Guest(guest) => guest,
+        guest_form::Answer::Customer(id) => tools::customer(backend, &id)
+            .await
+            .map(Guest::from)
+            .map_err(Refusal::answer)?,
+        guest_form::Answer::Refused(text) => return Err(tool_error(Outcome::ToolError, text)),
+    };
+    Ok(guest.into_arguments(arguments))
 }

@@ -1,33 +1,40 @@
-//! The tools, in the order `tools/list` gives them: names, descriptions that teach a
-//! model how to use them, input and output schemas, annotations, the scope each
-//! needs, and the handler `tools/call` runs — one entry a tool, the schemas taken
-//! from the handler's own argument and result types. Descriptions of filters are generated from the backend's own field
-//! whitelists, so they cannot drift from what the backend accepts.
+//! The tools, in the order `tools/list` gives them, each declared once, with its
+//! handler: name, title, description (teaching a model how to use it), what it does
+//! to the data (hence its annotations and scope), and the handler `tools/call`
+//! runs, whose own argument and result types give the input and output schemas. An
+//! entry may declare a step to run before its handler (`Entry::first`):
+//! `createBooking` asks for a missing guest that way. Descriptions of filters are
+//! generated from the backend's own field whitelists, so they cannot drift from
+//! what the backend accepts.
+//!
+//! This is rmcp's `#[tool_router]` shape (a route a tool: its `Tool` and its
+//! handler) without rmcp's `ToolRouter`, which lists tools by name rather than in
+//! this order and answers arguments that do not fit with a tool error rather than
+//! -32602.
 
 use std::sync::Arc;
 
+use futures::future::BoxFuture;
 use rmcp::handler::server::tool::{schema_for_input, schema_for_output};
-use rmcp::model::{JsonObject, Tool, ToolAnnotations};
+use rmcp::model::{CallToolResult, ContentBlock, JsonObject, Tool, ToolAnnotations};
 use schemars::JsonSchema;
 use serde::Serialize;
-
-use futures::future::BoxFuture;
 use serde::de::DeserializeOwned;
 use serde_json::Value;
 
 use super::availability;
 use super::backend::BackendClient;
+use super::booking_guest;
+use super::call::{Answer, Call, Refusal};
+use super::metrics::Outcome;
 use super::progress::Progress;
-use super::tools::{self, Refusal};
+use super::tools;
 use maitred_backend::model::{Booking, Customer, Feedback, OpeningHours, Table};
 use maitred_backend::query::{FieldType, Resource};
 use maitred_backend::resources;
 
 pub const READ_SCOPE: &str = "mcp.read";
 pub const WRITE_SCOPE: &str = "mcp.write";
-
-/// The tool that asks for the guest's details when the call lacks them.
-pub const CREATE_BOOKING: &str = "createBooking";
 
 /// What a tool does to the restaurant's data.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -48,13 +55,19 @@ impl Effect {
     }
 }
 
-/// A tool's handler, with its arguments still JSON and its result already JSON; a
-/// long one reports its steps through [`Progress`].
-pub type Handler = Arc<
-    dyn Fn(BackendClient, Value, Progress) -> BoxFuture<'static, Result<Value, Refusal>>
+/// A tool's handler, its arguments still JSON and its result already JSON; a long
+/// one reports its steps through [`Progress`].
+type Handler = Arc<
+    dyn Fn(BackendClient, JsonObject, Progress) -> BoxFuture<'static, Result<Value, Refusal>>
         + Send
         + Sync,
 >;
+
+/// A step before a tool's handler: given the call and its arguments, it goes on
+/// with the arguments (completed, say, by a person's answer) or answers the call
+/// itself, and the handler does not run.
+pub(super) type Step =
+    for<'a> fn(&'a Call<'a>, JsonObject) -> BoxFuture<'a, Result<JsonObject, Answer>>;
 
 /// One tool: what `tools/list` says of it and what `tools/call` runs, defined
 /// together so the schemas are those of the handler's own argument and result types.
@@ -62,7 +75,8 @@ pub type Handler = Arc<
 pub struct Entry {
     pub tool: Tool,
     pub effect: Effect,
-    pub run: Handler,
+    first: Option<Step>,
+    run: Handler,
 }
 
 impl std::fmt::Debug for Entry {
@@ -70,53 +84,44 @@ impl std::fmt::Debug for Entry {
         f.debug_struct("Entry")
             .field("tool", &self.tool.name)
             .field("effect", &self.effect)
+            .field("first", &self.first.is_some())
             .finish_non_exhaustive()
     }
 }
 
-/// A list tool's result.
-#[derive(Debug, Serialize, JsonSchema)]
-#[serde(rename_all = "camelCase")]
-pub struct ListOf<T> {
-    /// The records on this page.
-    pub items: Vec<T>,
-    /// How many records match the filter in all (not just on this page): the count to report.
-    pub total: u64,
-    /// How many records this page holds.
-    pub returned: usize,
-    /// How many records were skipped.
-    pub skip: u32,
-    /// Whether more records follow; fetch them with a larger `skip`.
-    pub has_more: bool,
+impl Entry {
+    /// This tool with `step` run before its handler.
+    fn first(self, step: Step) -> Self {
+        Self {
+            first: Some(step),
+            ..self
+        }
+    }
+
+    /// Runs the tool for `call`, whose scope is checked: its step, if it has one,
+    /// then its handler; a result is structured content, a refusal an error.
+    pub(super) async fn call(&self, call: &Call<'_>) -> Answer {
+        let mut arguments = call.request.arguments.clone().unwrap_or_default();
+        if let Some(step) = self.first {
+            arguments = match step(call, arguments).await {
+                Ok(arguments) => arguments,
+                Err(answer) => return answer,
+            };
+        }
+        let progress = Progress::of(call.ctx);
+        match (self.run)(call.backend.clone(), arguments, progress).await {
+            Ok(value) => (Outcome::Ok, Ok(structured(value).into())),
+            Err(refusal) => refusal.answer(),
+        }
+    }
 }
 
-#[derive(Debug, Serialize, JsonSchema)]
-#[serde(rename_all = "camelCase")]
-pub struct AvailableDates {
-    /// Dates (`YYYY-MM-DD`) on which a table for the party is still free at some time.
-    pub dates: Vec<String>,
-    pub people: u32,
-    pub duration: u32,
-}
-
-#[derive(Debug, Serialize, JsonSchema)]
-#[serde(rename_all = "camelCase")]
-pub struct AvailableTimes {
-    pub date: String,
-    pub people: u32,
-    pub duration: u32,
-    /// Start times (`HH:MM`) at which a table for the party is free; empty when the
-    /// restaurant is closed or full that day.
-    pub times: Vec<String>,
-}
-
-#[derive(Debug, Serialize, JsonSchema)]
-#[serde(rename_all = "camelCase")]
-pub struct NoteAdded {
-    pub booking_id: String,
-    pub note_id: String,
-    /// `internal` or `guest`.
-    pub visibility: String,
+/// The result as structured content, with a JSON text copy for clients that read only text.
+fn structured(value: Value) -> CallToolResult {
+    let text = serde_json::to_string_pretty(&value).unwrap_or_default();
+    let mut result = CallToolResult::success(vec![ContentBlock::text(text)]);
+    result.structured_content = Some(value);
+    result
 }
 
 const STATUSES: &str = "Booking statuses: request (asked for, not yet confirmed), approved (confirmed), \
@@ -218,16 +223,17 @@ where
 {
     let input_schema = input::<I>();
     let output_schema = output::<O>();
-    let run: Handler =
-        Arc::new(
-            move |backend, arguments, progress| match tools::parse::<I>(arguments) {
-                Ok(arguments) => {
-                    let called = run(backend, arguments, progress);
-                    Box::pin(async move { tools::to_value(&called.await?) })
-                }
-                Err(refusal) => Box::pin(std::future::ready(Err(refusal))),
-            },
-        );
+    let run: Handler = Arc::new(move |backend, arguments, progress| {
+        match serde_json::from_value::<I>(Value::Object(arguments)) {
+            Ok(arguments) => {
+                let called = run(backend, arguments, progress);
+                Box::pin(async move { encode(&called.await?) })
+            }
+            Err(error) => Box::pin(std::future::ready(Err(Refusal::InvalidParams(format!(
+                "invalid arguments: {error}; the tool's inputSchema lists what it takes"
+            ))))),
+        }
+    });
     let annotations = match effect {
         Effect::Read => ToolAnnotations::with_title(title)
             .read_only(true)
@@ -249,7 +255,17 @@ where
         .with_title(title)
         .with_raw_output_schema(output_schema)
         .with_annotations(annotations);
-    Entry { tool, effect, run }
+    Entry {
+        tool,
+        effect,
+        first: None,
+        run,
+    }
+}
+
+fn encode<T: Serialize>(result: &T) -> Result<Value, Refusal> {
+    serde_json::to_value(result)
+        .map_err(|e| Refusal::Failed(format!("the result could not be encoded: {e}")))
 }
 
 /// Every tool, in a fixed order: reads by resource, then availability, then writes.
@@ -378,7 +394,7 @@ date; for one date use getAvailableTimes. Returns every day of the range with it
             availability::find,
         ),
         entry(
-            CREATE_BOOKING,
+            "createBooking",
             "Book a table",
             Create,
             format!(
@@ -390,7 +406,8 @@ is then asked for them in a form where their client can show one. New bookings h
 unless approved is given. {TIMES}"
             ),
             tools::create_booking,
-        ),
+        )
+        .first(booking_guest::ask_for_guest),
         entry(
             "updateBooking",
             "Change a booking",

@@ -60,6 +60,17 @@ impl Guest {
     }
 }
 
+/// An existing customer's details, to book for them.
+impl From<Customer> for Guest {
+    fn from(customer: Customer) -> Self {
+        Self {
+            name: Some(customer.name),
+            email: customer.email,
+            phone: customer.phone,
+        }
+    }
+}
+
 /// What was asked; a 2026-07-28 request state carries it to the retry, sealed.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(tag = "asked", rename_all = "camelCase")]

@@ -1,5 +1,21 @@
 //! The MCP role: the restaurant's tools over MCP (Streamable HTTP at `/mcp`, or
 //! stdio), as an OAuth 2 resource server that calls the backend with its own token.
+//!
+//! A call goes one way: `server` checks the scope and hands it to the tool's
+//! [`catalogue::Entry`], which runs the step the entry declares (if any), parses the
+//! arguments, runs the handler in `tools` (or `availability`), and returns its result
+//! as structured content; `tools` calls the backend through `backend`, reading its
+//! answers straight into the backend crate's model types.
+//!
+//! Adding a tool:
+//! 1. its arguments: a `Deserialize + JsonSchema` struct in `args` (the input schema);
+//! 2. its handler: `async fn(BackendClient, Args) -> Result<Out, Refusal>` in `tools`,
+//!    `Out` being `Serialize + JsonSchema` (the output schema), a backend model type
+//!    where it returns the backend's records;
+//! 3. one entry in [`catalogue::catalogue`]: `entry(name, title, effect, description,
+//!    handler)` (`reporting_entry` for a handler that also takes `Progress` steps),
+//!    and `.first(step)` when something must happen before the handler, as
+//!    `createBooking` asks for a missing guest. The server needs no change.
 
 mod access;
 mod args;
@@ -7,6 +23,7 @@ mod audit;
 mod availability;
 mod backend;
 mod booking_guest;
+mod call;
 pub mod catalogue;
 mod error;
 mod guest_form;

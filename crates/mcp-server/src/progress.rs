@@ -7,12 +7,12 @@ use rmcp::service::{Peer, RequestContext};
 
 /// Where a tool reports its steps; silent when the caller gave no progress token.
 #[derive(Clone, Default)]
-pub struct Progress {
+pub(super) struct Progress {
     to: Option<(Peer<RoleServer>, ProgressToken)>,
 }
 
 impl Progress {
-    pub fn of(ctx: &RequestContext<RoleServer>) -> Self {
+    pub(super) fn of(ctx: &RequestContext<RoleServer>) -> Self {
         Self {
             to: ctx
                 .meta
@@ -22,7 +22,7 @@ impl Progress {
     }
 
     /// `done` of `total` steps are over; `message` says what the last one found.
-    pub async fn step(&self, done: u32, total: u32, message: String) {
+    pub(super) async fn step(&self, done: u32, total: u32, message: String) {
         let Some((peer, token)) = &self.to else {
             return;
         };

@@ -1,5 +1,6 @@
 //! The MCP server handler: tools/list from the catalogue, tools/call through the
-//! scope check into the tools, and one audit line per call.
+//! scope check into the tool's entry, and one audit line per call. Nothing here
+//! knows one tool from another.
 
 use std::borrow::Cow;
 use std::sync::Arc;
@@ -20,12 +21,10 @@ use tracing::Instrument;
 
 use super::audit;
 use super::backend::BackendClient;
-use super::booking_guest::{self, Settled};
-use super::catalogue::{CREATE_BOOKING, Entry, READ_SCOPE, catalogue};
+use super::call::{Answer, Call};
+use super::catalogue::{Entry, READ_SCOPE, catalogue};
 use super::metrics::{McpMetrics, Outcome};
-use super::progress::Progress;
 use super::sealed_state::StateSeal;
-use super::tools;
 use maitred_core::auth::{Principal, bearer_token};
 use maitred_core::trace_context::TraceContext;
 
@@ -270,7 +269,7 @@ impl McpServer {
         request: CallToolRequestParams,
         ctx: &RequestContext<RoleServer>,
         trace: TraceContext,
-    ) -> (Outcome, Result<CallToolResponse, ErrorData>) {
+    ) -> Answer {
         let name = request.name.to_string();
         let Some(entry) = self.entry(&name) else {
             return (
@@ -305,23 +304,13 @@ impl McpServer {
             self.shared
                 .backend
                 .for_call(trace, person_token(ctx, caller.as_ref()), tool_call_id);
-        let mut arguments = request.arguments.clone();
-        if name == CREATE_BOOKING {
-            let settled =
-                booking_guest::settle(&self.shared.seal, &backend, &request, ctx, caller.as_ref())
-                    .await;
-            match settled {
-                Settled::Ready(settled) => arguments = Some(settled),
-                Settled::Answered(outcome, response) => return (outcome, Ok(response)),
-                Settled::Invalid(message) => {
-                    return (
-                        Outcome::Invalid,
-                        Err(ErrorData::invalid_params(message, None)),
-                    );
-                }
-            }
-        }
-        let (outcome, result) = tools::run(entry, backend, arguments, Progress::of(ctx)).await;
-        (outcome, result.map(Into::into))
+        let call = Call {
+            request: &request,
+            ctx,
+            caller: caller.as_ref(),
+            backend: &backend,
+            seal: &self.shared.seal,
+        };
+        entry.call(&call).await
     }
 }

@@ -1,100 +1,62 @@
-//! Running a tool: check the arguments, call the backend, and shape the answer as
-//! structured content, or as an error result a model can act on.
+//! What the tools do: check the arguments, call the backend, and give the result
+//! the tool's output schema describes (the backend's own model types where the
+//! result is its records), or a [`Refusal`] a model can act on. Nothing here knows
+//! how a tool is listed or called; that is the catalogue's.
 
 use chrono::NaiveDate;
-use rmcp::ErrorData;
-use rmcp::model::{CallToolResult, ContentBlock, JsonObject};
+use schemars::JsonSchema;
 use serde::Serialize;
 use serde::de::DeserializeOwned;
-use serde_json::{Value, json};
+use serde_json::json;
 
 use super::args::*;
-use super::backend::{BackendClient, BackendError, Page};
-use super::catalogue::{AvailableDates, AvailableTimes, Entry, ListOf, NoteAdded};
-use super::metrics::Outcome;
-use super::progress::Progress;
+use super::backend::{BackendClient, Page};
+use super::call::Refusal;
 use maitred_backend::model::{Booking, Customer};
 
-/// Why a call was not carried out.
-pub enum Refusal {
-    /// JSON-RPC -32602: the arguments do not fit the tool's input schema.
-    InvalidParams(String),
-    /// A tool error (`isError: true`) whose text tells the model what to do.
-    Failed(String),
-    /// A tool error because the backend cannot answer now (down, slow, failing).
-    Unavailable(String),
+/// A list tool's result.
+#[derive(Debug, Serialize, JsonSchema)]
+#[serde(rename_all = "camelCase")]
+pub(super) struct ListOf<T> {
+    /// The records on this page.
+    pub items: Vec<T>,
+    /// How many records match the filter in all (not just on this page): the count to report.
+    pub total: u64,
+    /// How many records this page holds.
+    pub returned: usize,
+    /// How many records were skipped.
+    pub skip: u32,
+    /// Whether more records follow; fetch them with a larger `skip`.
+    pub has_more: bool,
 }
 
-impl From<BackendError> for Refusal {
-    fn from(error: BackendError) -> Self {
-        let advice = advice(&error);
-        match error {
-            BackendError::Unavailable(_) => Refusal::Unavailable(advice),
-            BackendError::Rejected { .. } => Refusal::Failed(advice),
-        }
-    }
+#[derive(Debug, Serialize, JsonSchema)]
+#[serde(rename_all = "camelCase")]
+pub(super) struct AvailableDates {
+    /// Dates (`YYYY-MM-DD`) on which a table for the party is still free at some time.
+    pub dates: Vec<String>,
+    pub people: u32,
+    pub duration: u32,
 }
 
-/// Runs `entry`'s tool; the outcome says how it ended, for the logs and metrics.
-pub(super) async fn run(
-    entry: &Entry,
-    backend: BackendClient,
-    arguments: Option<JsonObject>,
-    progress: Progress,
-) -> (Outcome, Result<CallToolResult, ErrorData>) {
-    match (entry.run)(
-        backend,
-        Value::Object(arguments.unwrap_or_default()),
-        progress,
-    )
-    .await
-    {
-        Ok(value) => (Outcome::Ok, Ok(structured(value))),
-        Err(Refusal::InvalidParams(message)) => (
-            Outcome::Invalid,
-            Err(ErrorData::invalid_params(message, None)),
-        ),
-        Err(Refusal::Failed(message)) => (
-            Outcome::ToolError,
-            Ok(CallToolResult::error(vec![ContentBlock::text(message)])),
-        ),
-        Err(Refusal::Unavailable(message)) => (
-            Outcome::Unavailable,
-            Ok(CallToolResult::error(vec![ContentBlock::text(message)])),
-        ),
-    }
+#[derive(Debug, Serialize, JsonSchema)]
+#[serde(rename_all = "camelCase")]
+pub(super) struct AvailableTimes {
+    pub date: String,
+    pub people: u32,
+    pub duration: u32,
+    /// Start times (`HH:MM`) at which a table for the party is free; empty when the
+    /// restaurant is closed or full that day.
+    pub times: Vec<String>,
 }
 
-pub(super) fn parse<T: DeserializeOwned>(arguments: Value) -> Result<T, Refusal> {
-    serde_json::from_value(arguments).map_err(|error| {
-        Refusal::InvalidParams(format!(
-            "invalid arguments: {error}; the tool's inputSchema lists what it takes"
-        ))
-    })
-}
-
-/// The result as structured content, with a JSON text copy for clients that read only text.
-fn structured(value: Value) -> CallToolResult {
-    let text = serde_json::to_string_pretty(&value).unwrap_or_default();
-    let mut result = CallToolResult::success(vec![ContentBlock::text(text)]);
-    result.structured_content = Some(value);
-    result
-}
-
-pub(super) fn to_value<T: Serialize>(value: &T) -> Result<Value, Refusal> {
-    serde_json::to_value(value)
-        .map_err(|e| Refusal::Failed(format!("the result could not be encoded: {e}")))
-}
-
-/// Decodes what the backend sent into the wire type the output schema describes.
-fn decode<T: DeserializeOwned>(value: Value) -> Result<T, Refusal> {
-    serde_json::from_value(value).map_err(|e| {
-        tracing::error!(error = %e, "the backend's answer does not match its schema");
-        Refusal::Failed(
-            "the reservation system sent an answer this server cannot read; it has been logged"
-                .to_owned(),
-        )
-    })
+#[derive(Debug, Serialize, JsonSchema)]
+#[serde(rename_all = "camelCase")]
+pub(super) struct NoteAdded {
+    pub booking_id: String,
+    pub note_id: String,
+    /// `internal` or `guest`.
+    pub visibility: String,
 }
 
 fn date(field: &str, value: &str) -> Result<String, Refusal> {
@@ -139,21 +101,16 @@ fn list_query(
     query
 }
 
-fn page<T: DeserializeOwned>(page: Page, skip: u32) -> Result<ListOf<T>, Refusal> {
-    let items: Vec<T> = page
-        .items
-        .into_iter()
-        .map(decode)
-        .collect::<Result<_, _>>()?;
+fn page<T>(Page { items, total }: Page<T>, skip: u32) -> ListOf<T> {
     let returned = items.len();
-    let total = page.total.unwrap_or(returned as u64 + u64::from(skip));
-    Ok(ListOf {
+    let total = total.unwrap_or(returned as u64 + u64::from(skip));
+    ListOf {
         has_more: u64::from(skip) + (returned as u64) < total,
         items,
         total,
         returned,
         skip,
-    })
+    }
 }
 
 pub(super) async fn list<T: DeserializeOwned>(
@@ -163,7 +120,7 @@ pub(super) async fn list<T: DeserializeOwned>(
 ) -> Result<ListOf<T>, Refusal> {
     let skip = args.skip.unwrap_or(0);
     let query = list_query(args.limit, args.skip, args.sort, args.custom_query);
-    page::<T>(backend.list(path, &query).await?, skip)
+    Ok(page(backend.list::<T>(path, &query).await?, skip))
 }
 
 pub(super) async fn one<T: DeserializeOwned>(
@@ -171,10 +128,9 @@ pub(super) async fn one<T: DeserializeOwned>(
     path: &str,
     args: IdArgs,
 ) -> Result<T, Refusal> {
-    let found = backend
+    Ok(backend
         .get(&format!("{path}/{}", encode(&args.id)), &[])
-        .await?;
-    decode::<T>(found)
+        .await?)
 }
 
 pub(super) async fn bookings(
@@ -192,7 +148,10 @@ pub(super) async fn bookings(
     if let Some(only) = args.only_confirmed {
         query.push(("onlyConfirmed", only.to_string()));
     }
-    page::<Booking>(backend.list("/bookings", &query).await?, skip)
+    Ok(page(
+        backend.list::<Booking>("/bookings", &query).await?,
+        skip,
+    ))
 }
 
 pub(super) async fn available_dates(
@@ -211,7 +170,7 @@ pub(super) async fn available_dates(
         )
         .await?;
     Ok(AvailableDates {
-        dates: decode(dates)?,
+        dates,
         people,
         duration,
     })
@@ -234,7 +193,7 @@ pub(super) async fn available_times(
         )
         .await?;
     Ok(AvailableTimes {
-        times: decode(times)?,
+        times,
         date,
         people: args.people,
         duration,
@@ -275,8 +234,7 @@ number, then call createBooking again with them"
     if let Some(status) = args.status {
         body["status"] = status.as_str().into();
     }
-    let booking = backend.post("/bookings", &body).await?;
-    decode::<Booking>(booking)
+    Ok(backend.post("/bookings", &body).await?)
 }
 
 pub(super) async fn update_booking(
@@ -310,8 +268,7 @@ pub(super) async fn update_booking(
     }
     let path = format!("/bookings/{}", encode(&args.id));
     backend.put(&path, &body).await?;
-    let booking = backend.get(&path, &[]).await?;
-    decode::<Booking>(booking)
+    Ok(backend.get(&path, &[]).await?)
 }
 
 pub(super) async fn add_note(
@@ -323,7 +280,7 @@ pub(super) async fn add_note(
         Visibility::Internal => ("restaurantNote", "internal"),
         Visibility::Guest => ("comment", "guest"),
     };
-    let id = backend
+    let note_id = backend
         .post(
             &format!("/bookings/{}/{endpoint}", encode(&args.id)),
             &json!({ "text": args.text }),
@@ -331,7 +288,7 @@ pub(super) async fn add_note(
         .await?;
     Ok(NoteAdded {
         booking_id: args.id,
-        note_id: decode(id)?,
+        note_id,
         visibility: label.to_owned(),
     })
 }
@@ -346,8 +303,7 @@ pub(super) async fn customers_named(
         ("limit", limit.to_string()),
         ("customQuery", format!("name LIKE {}", like_exactly(name))),
     ];
-    let found = page::<Customer>(backend.list("/customers", &query).await?, 0)?;
-    Ok(found.items)
+    Ok(backend.list::<Customer>("/customers", &query).await?.items)
 }
 
 /// A filter-language text value that `LIKE` matches only against `text` itself (in
@@ -361,10 +317,9 @@ fn like_exactly(text: &str) -> String {
 }
 
 pub(super) async fn customer(backend: &BackendClient, id: &str) -> Result<Customer, Refusal> {
-    let found = backend
+    Ok(backend
         .get(&format!("/customers/{}", encode(id)), &[])
-        .await?;
-    decode::<Customer>(found)
+        .await?)
 }
 
 /// An id goes into a path segment: anything but unreserved characters is escaped.
@@ -372,49 +327,4 @@ fn encode(id: &str) -> String {
     url::form_urlencoded::byte_serialize(id.as_bytes())
         .collect::<String>()
         .replace('+', "%20")
-}
-
-/// What a model should make of a backend failure.
-fn advice(error: &BackendError) -> String {
-    match error {
-        BackendError::Unavailable(detail) => format!(
-            "The reservation system is unavailable right now ({detail}). Tell the user it cannot be \
-reached at the moment and to try again shortly; do not retry at once."
-        ),
-        BackendError::Rejected {
-            status,
-            message,
-            details,
-            ..
-        } => {
-            let nearest = details
-                .as_ref()
-                .and_then(|d| d.get("nearestTimes"))
-                .and_then(Value::as_array)
-                .map(|times| {
-                    times
-                        .iter()
-                        .filter_map(Value::as_str)
-                        .collect::<Vec<_>>()
-                        .join(", ")
-                })
-                .filter(|t| !t.is_empty());
-            match (status, nearest) {
-                (409 | 422, Some(times)) => format!(
-                    "{message}. The nearest free times are {times}: offer them to the guest and book \
-the one they choose."
-                ),
-                (409 | 422, None) => format!(
-                    "{message}. Use getAvailableDates and getAvailableTimes to find a time that is free."
-                ),
-                (404, _) => format!(
-                    "{message}. Check the id: list the records with the matching get… tool first."
-                ),
-                (401 | 403, _) => format!(
-                    "{message}. The reservation system refused this server's credentials; tell the user."
-                ),
-                _ => format!("{message}. Correct the arguments and call the tool again."),
-            }
-        }
-    }
 }
