@@ -46,7 +46,7 @@ pub struct ToolCallView {
     pub server: String,
     pub tool: String,
     /// What people were shown of the call as it streamed (its `tool_call` event's
-    /// title); the tool's name for a call stored before titles were.
+    /// title); for a call stored before titles were, its tool's name in words.
     pub title: String,
     #[cfg_attr(test, ts(type = "unknown"))]
     pub arguments: Value,
@@ -102,7 +102,10 @@ impl From<&StoredToolCall> for ToolCallView {
             id: call.id.clone(),
             server: call.server.clone(),
             tool: call.tool.clone(),
-            title: call.title.clone().unwrap_or_else(|| call.tool.clone()),
+            title: call
+                .title
+                .clone()
+                .unwrap_or_else(|| crate::tools::humanize(&call.tool)),
             arguments: serde_json::from_str(&call.arguments).unwrap_or(Value::Null),
             status: call.status,
             duration_ms: call.duration_ms,
@@ -158,7 +161,7 @@ mod tests {
     fn a_call_shows_the_title_it_streamed_with() {
         let view = ToolCallView::from(&stored(Some("Look up tables · limit 2")));
         assert_eq!(view.title, "Look up tables · limit 2");
-        // Stored before titles were: its tool's name.
-        assert_eq!(ToolCallView::from(&stored(None)).title, "getTables");
+        // Stored before titles were: its tool's name in words, as the catalogue titles it.
+        assert_eq!(ToolCallView::from(&stored(None)).title, "Get tables");
     }
 }

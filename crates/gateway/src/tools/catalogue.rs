@@ -122,7 +122,7 @@ impl Catalogue {
 }
 
 /// `getCustomerById` → "Get customer by id".
-fn humanize(name: &str) -> String {
+pub(crate) fn humanize(name: &str) -> String {
     let mut words = Vec::new();
     let mut word = String::new();
     for c in name.chars() {

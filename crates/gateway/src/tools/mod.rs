@@ -18,6 +18,7 @@ mod request;
 mod routes;
 
 pub use call::{CallContext, CallOutcome};
+pub(crate) use catalogue::humanize;
 pub use catalogue::{Catalogue, InvalidArguments, RegisteredTool};
 pub use error::HubError;
 pub use hub::ToolHub;
