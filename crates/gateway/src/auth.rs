@@ -148,12 +148,7 @@ mod tests {
             subject: subject.to_owned(),
             client_id: client_id.map(str::to_owned),
             scopes: vec!["chat.write".to_owned()],
-            roles: Vec::new(),
-            name: None,
-            email: None,
-            token_id: None,
-            expires_at: 0,
-            actors: Vec::new(),
+            ..Principal::default()
         }
     }
 

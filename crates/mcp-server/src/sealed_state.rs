@@ -107,13 +107,7 @@ mod tests {
         Principal {
             subject: subject.to_owned(),
             client_id: Some(client.to_owned()),
-            scopes: Vec::new(),
-            roles: Vec::new(),
-            name: None,
-            email: None,
-            token_id: None,
-            expires_at: 0,
-            actors: Vec::new(),
+            ..Principal::default()
         }
     }
 

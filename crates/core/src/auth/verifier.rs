@@ -49,7 +49,7 @@ impl VerifierConfig {
 }
 
 /// Who is calling, as the token says.
-#[derive(Debug, Clone, Serialize)]
+#[derive(Debug, Clone, Serialize, Default)]
 pub struct Principal {
     pub subject: String,
     pub client_id: Option<String>,
