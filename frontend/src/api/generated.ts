@@ -85,7 +85,7 @@ export type ConversationSummary = { id: ConversationId, title: string, created_a
 export type StoredToolCall = { id: ToolCallId, server: string, tool: string, 
 /**
  * What people were shown of the call as it streamed (its `tool_call` event's
- * title); the tool's name for a call stored before titles were.
+ * title); for a call stored before titles were, its tool's name in words.
  */
 title: string, arguments: unknown, status: CallStatus, duration_ms: number | null, summary: string | null, created_at: string, };
 

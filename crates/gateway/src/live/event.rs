@@ -38,12 +38,20 @@ impl LoggedEvent {
             .data(&*self.data)
     }
 
+    /// The event it was recorded from; `None` for a frame no `ChatEvent` reads
+    /// (never one this gateway wrote).
+    pub fn event(&self) -> Option<ChatEvent> {
+        ChatEvent::from_frame(&self.name, &self.data).ok()
+    }
+
     /// The text of a `token` event.
     pub fn token_text(&self) -> Option<String> {
         if &*self.name != "token" {
             return None;
         }
-        let value: serde_json::Value = serde_json::from_str(&self.data).ok()?;
-        value["text"].as_str().map(str::to_owned)
+        match self.event()? {
+            ChatEvent::Token(token) => Some(token.text),
+            _ => None,
+        }
     }
 }
