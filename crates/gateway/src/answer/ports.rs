@@ -51,6 +51,9 @@ pub struct NewCall<'a> {
     /// What people are shown of it ("Look up tables · limit 5"), kept so that a
     /// conversation read later shows the call as it was streamed.
     pub title: &'a str,
+    /// The idempotency key sent with the call, for a tool that writes: stored before
+    /// the call is sent, so every sending of it carries the same key.
+    pub idempotency_key: Option<&'a str>,
 }
 
 /// Where an answer's events go: to everyone watching it.

@@ -206,6 +206,7 @@ impl Recorder {
         model_call_id: &str,
         shown: &ShownCall,
         known: bool,
+        idempotency_key: Option<&str>,
     ) -> StoreResult<StartedCall> {
         let started = StartedCall {
             id: shown.id.clone(),
@@ -234,6 +235,7 @@ impl Recorder {
             tool: &shown.tool,
             arguments: &shown.arguments,
             title: &shown.title,
+            idempotency_key,
         };
         self.ready().await?;
         self.store.call_started(&self.answer, call).await?;

@@ -154,6 +154,8 @@ struct Parts {
     turns: Mutex<Vec<(String, MessageStatus)>>,
     tool_results: Mutex<Vec<(String, String)>>,
     calls: Mutex<HashMap<ToolCallId, CallStatus>>,
+    /// Each stored call's idempotency key.
+    keys: Mutex<HashMap<ToolCallId, Option<String>>>,
     failing: AtomicBool,
 }
 
@@ -198,6 +200,10 @@ impl AnswerStore for Parts {
             .lock()
             .unwrap()
             .insert(call.id.clone(), CallStatus::Running);
+        self.keys
+            .lock()
+            .unwrap()
+            .insert(call.id.clone(), call.idempotency_key.map(str::to_owned));
         Ok(())
     }
 
@@ -235,6 +241,8 @@ struct FakeTools {
     unavailable: Vec<&'static str>,
     together: Option<Arc<tokio::sync::Barrier>>,
     called: AtomicUsize,
+    /// Each call's tool, gateway call id and idempotency key, as sent.
+    sent: Mutex<Vec<(String, String, Option<String>)>>,
 }
 
 impl FakeTools {
@@ -251,6 +259,7 @@ impl FakeTools {
             unavailable: Vec::new(),
             together: None,
             called: AtomicUsize::new(0),
+            sent: Mutex::new(Vec::new()),
         }
     }
 }
@@ -265,9 +274,14 @@ impl Tools for FakeTools {
         &self,
         tool: &RegisteredTool,
         arguments: JsonObject,
-        _context: CallContext<'_>,
+        context: CallContext<'_>,
     ) -> CallOutcome {
         self.called.fetch_add(1, Ordering::SeqCst);
+        self.sent.lock().unwrap().push((
+            tool.exposed.clone(),
+            context.tool_call_id.to_owned(),
+            context.idempotency_key.map(str::to_owned),
+        ));
         if let Some(barrier) = &self.together {
             barrier.wait().await;
         }
@@ -467,6 +481,32 @@ async fn parallel_calls_run_together_and_their_results_go_back_in_order() {
         turns.last().unwrap(),
         &("Two items, and i7.".to_owned(), MessageStatus::Complete)
     );
+}
+
+#[tokio::test]
+async fn a_write_is_sent_with_the_idempotency_key_stored_with_it_and_a_read_with_none() {
+    let setup = Setup::new(vec![
+        calls(&[
+            ("c1", "shop__listItems", r#"{"limit":2}"#),
+            ("c2", "shop__orderItem", r#"{"id":"i7"}"#),
+        ]),
+        text("Ordered."),
+    ]);
+    let ran = setup.run(Parts::default()).await;
+
+    assert_eq!(ran.viewers.results(), ["ok", "ok"]);
+    let mut sent = ran.tools.sent.lock().unwrap().clone();
+    sent.sort();
+    let keys = ran.parts.keys.lock().unwrap().clone();
+    let stored = |id: &str| keys[&id.parse::<ToolCallId>().unwrap()].clone();
+    let (tool, read, key) = &sent[0];
+    assert_eq!((tool.as_str(), key), ("shop__listItems", &None));
+    assert_eq!(stored(read), None);
+    let (tool, write, key) = &sent[1];
+    assert_eq!(tool, "shop__orderItem");
+    let key = key.clone().expect("a write is sent with a key");
+    assert!(key.starts_with("mtd-") && key.len() == 36, "{key}");
+    assert_eq!(stored(write), Some(key), "the key sent is the key stored");
 }
 
 #[tokio::test]

@@ -405,8 +405,8 @@ impl AnswerStore for Store {
 
     async fn call_started(&self, answer: &AnswerRef, call: NewCall<'_>) -> StoreResult<()> {
         sqlx::query(
-            "INSERT INTO tool_calls (id, message_id, conversation_id, turn_id, model_call_id, server, tool, arguments, title, status, created_at) \
-             VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11)",
+            "INSERT INTO tool_calls (id, message_id, conversation_id, turn_id, model_call_id, server, tool, arguments, title, idempotency_key, status, created_at) \
+             VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12)",
         )
         .bind(call.id)
         .bind(&answer.message)
@@ -417,6 +417,7 @@ impl AnswerStore for Store {
         .bind(call.tool)
         .bind(call.arguments.to_string())
         .bind(call.title)
+        .bind(call.idempotency_key)
         .bind(CallStatus::Running)
         .bind(canonical_now())
         .execute(self.db.pool())

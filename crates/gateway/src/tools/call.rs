@@ -4,9 +4,11 @@
 //! model.
 
 use maitred_core::delegation::ExchangeError;
+use maitred_protocol::ids::{MessageId, ToolCallId};
 use rmcp::model::{CallToolRequestParams, CallToolResult, JsonObject, RequestMetaObject};
 use secrecy::SecretString;
 use serde_json::Value;
+use sha2::{Digest, Sha256};
 
 use super::catalogue::RegisteredTool;
 use super::connection::Server;
@@ -19,6 +21,24 @@ const END_USER_META: &str = "maitred/endUserId";
 /// The `_meta` key naming the gateway's tool call: the server's audit records it, and
 /// the transport finds the call's person by it.
 pub(super) const TOOL_CALL_META: &str = "maitred/toolCallId";
+/// The `_meta` key carrying the idempotency key of a call of a tool that writes: the
+/// server passes it on (maitred's MCP server as the backend's `Idempotency-Key`), so
+/// the same call sent twice acts once. A reverse-DNS prefix, as the MCP spec asks
+/// of `_meta` keys since 2025-11-25.
+pub const IDEMPOTENCY_KEY_META: &str = "io.maitred/idempotencyKey";
+
+/// The idempotency key of one call: minted by the gateway, never by the model, from
+/// the answer and the gateway's id for the call (stored with the call), so it is the
+/// same each time that call is sent: `mtd-` and the first 32 hex digits of the SHA-256
+/// of the message id followed by the call id (each has its prefix, `msg_` and `tc_`).
+pub fn idempotency_key(message: &MessageId, call: &ToolCallId) -> String {
+    let mut hash = Sha256::new();
+    hash.update(message.as_str().as_bytes());
+    hash.update(call.as_str().as_bytes());
+    let mut hex = hex::encode(hash.finalize());
+    hex.truncate(32);
+    format!("mtd-{hex}")
+}
 
 /// Who a call is made for, and the trace it belongs to (both go in `_meta`), and
 /// where what the server says on the way (progress, requests for input) goes.
@@ -28,6 +48,9 @@ pub struct CallContext<'a> {
     /// The person's own token, for servers that take delegated tokens.
     pub person: Option<&'a SecretString>,
     pub tool_call_id: &'a str,
+    /// The call's idempotency key (`idempotency_key`), for a tool that writes; none
+    /// for a read.
+    pub idempotency_key: Option<&'a str>,
     /// The W3C `traceparent` of the question's span.
     pub traceparent: &'a str,
     pub link: &'a CallLink,
@@ -135,6 +158,9 @@ impl ToolHub {
         let mut meta = RequestMetaObject::default();
         meta.insert(END_USER_META.to_owned(), Value::from(context.end_user));
         meta.insert(TOOL_CALL_META.to_owned(), Value::from(context.tool_call_id));
+        if let Some(key) = context.idempotency_key {
+            meta.insert(IDEMPOTENCY_KEY_META.to_owned(), Value::from(key));
+        }
         // One question is one trace: the MCP server continues it (SEP-414).
         meta.set_traceparent(context.traceparent);
         let mut params = CallToolRequestParams::new(tool.tool.clone()).with_arguments(arguments);
@@ -163,5 +189,27 @@ fn completed(result: CallToolResult) -> CallOutcome {
             text,
             structured: result.structured_content,
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_calls_key_is_the_same_each_time_and_no_other_calls() {
+        let message = MessageId::new();
+        let call = ToolCallId::new();
+        let key = idempotency_key(&message, &call);
+        assert_eq!(key, idempotency_key(&message, &call));
+        assert_eq!(key.len(), 4 + 32);
+        assert!(key.starts_with("mtd-"));
+        assert!(
+            key[4..]
+                .bytes()
+                .all(|b| b.is_ascii_hexdigit() && !b.is_ascii_uppercase())
+        );
+        assert_ne!(key, idempotency_key(&message, &ToolCallId::new()));
+        assert_ne!(key, idempotency_key(&MessageId::new(), &call));
     }
 }

@@ -16,7 +16,9 @@ use serde_json::Value;
 use super::recorder::{ShownCall, StartedCall};
 use super::turn::Reply;
 use super::{Answer, Answerer, Stop};
-use crate::tools::{CallContext, CallLink, Catalogue, InvalidArguments, RegisteredTool};
+use crate::tools::{
+    CallContext, CallLink, Catalogue, InvalidArguments, RegisteredTool, idempotency_key,
+};
 use maitred_llm::ToolCall;
 use maitred_protocol::ids::{CallStatus, PartId, ToolCallId};
 
@@ -70,7 +72,9 @@ impl Answerer {
             acting_as: None,
         };
         let Some(tool) = catalogue.find(&call.name) else {
-            let started = recorder.call_started(turn, &call.id, &shown, false).await?;
+            let started = recorder
+                .call_started(turn, &call.id, &shown, false, None)
+                .await?;
             recorder
                 .call_finished(started, CallStatus::Error, "unknown tool")
                 .await?;
@@ -87,7 +91,12 @@ impl Answerer {
         if tool.as_person {
             shown.acting_as.clone_from(&answer.user.name);
         }
-        let started = recorder.call_started(turn, &call.id, &shown, true).await?;
+        // A write gets its idempotency key now, stored with the call before it is
+        // sent; a read needs none.
+        let key = (!tool.read_only).then(|| idempotency_key(&recorder.answer().message, &shown.id));
+        let started = recorder
+            .call_started(turn, &call.id, &shown, true, key.as_deref())
+            .await?;
 
         if let Err(reason) = permission::allowed(&self.policy, answer, &tool, budget_spent) {
             recorder
@@ -116,6 +125,7 @@ impl Answerer {
             end_user: answer.user.subject.as_str(),
             person: answer.user.credential.as_ref(),
             tool_call_id: shown.id.as_str(),
+            idempotency_key: key.as_deref(),
             traceparent: &traceparent,
             link: &link,
         };
