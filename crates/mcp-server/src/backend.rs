@@ -4,7 +4,8 @@
 //! acting for no person gets the backend called with the role's own
 //! client-credentials token. No caller's token is ever passed on as it is. Each
 //! request carries the tool call's trace in `traceparent` and its id in
-//! `maitred-tool-call-id`.
+//! `maitred-tool-call-id`; a write carries the caller's idempotency key, if it gave
+//! one, in `Idempotency-Key`.
 
 use std::sync::Arc;
 use std::time::Duration;
@@ -51,7 +52,13 @@ pub struct BackendClient {
     acting_for: Option<Arc<SecretString>>,
     /// The gateway's tool call behind this call, for the backend's audit.
     tool_call_id: Option<Arc<str>>,
+    /// The caller's idempotency key, sent with this call's writes.
+    idempotency_key: Option<Arc<str>>,
 }
+
+/// The header a write's idempotency key goes in: the backend answers a repeat with
+/// the first answer, and does not act twice.
+const IDEMPOTENCY_KEY_HEADER: &str = "idempotency-key";
 
 struct Shared {
     http: reqwest::Client,
@@ -93,6 +100,7 @@ impl BackendClient {
             trace: None,
             acting_for: None,
             tool_call_id: None,
+            idempotency_key: None,
         }
     }
 
@@ -111,6 +119,16 @@ impl BackendClient {
                 .filter(|_| self.shared.exchanger.is_some())
                 .map(Arc::new),
             tool_call_id: tool_call_id.map(Arc::from),
+            idempotency_key: None,
+        }
+    }
+
+    /// This client with the caller's idempotency key, sent with its writes (POST,
+    /// PUT), never with its reads.
+    pub fn with_idempotency_key(self, key: Option<&str>) -> Self {
+        Self {
+            idempotency_key: key.map(Arc::from),
+            ..self
         }
     }
 
@@ -199,6 +217,11 @@ impl BackendClient {
                 }
                 if let Some(id) = &self.tool_call_id {
                     request = request.header(TOOL_CALL_HEADER, id.as_ref());
+                }
+                if let Some(key) = &self.idempotency_key
+                    && method != Method::GET
+                {
+                    request = request.header(IDEMPOTENCY_KEY_HEADER, key.as_ref());
                 }
                 if let Some(body) = body {
                     request = request.json(body);

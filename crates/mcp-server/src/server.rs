@@ -37,6 +37,14 @@ pub const END_USER_META: &str = "maitred/endUserId";
 /// backend for its write audit.
 pub(super) const TOOL_CALL_META: &str = "maitred/toolCallId";
 
+/// The `_meta` key under which a caller may give a write its idempotency key (the
+/// gateway mints one for each call of a write tool); passed to the backend as its
+/// `Idempotency-Key`, so the same call sent again acts once.
+pub const IDEMPOTENCY_KEY_META: &str = "io.maitred/idempotencyKey";
+
+/// The longest idempotency key passed on.
+const IDEMPOTENCY_KEY_MAX: usize = 255;
+
 const INSTRUCTIONS: &str = "Tools for one restaurant's reservation system (resOS compatible): customers, \
 bookings, tables, opening hours and guest feedback. Read tools never change anything. Before booking, \
 check getAvailableTimes; when a time is taken, offer the nearest free times the error names. Dates are \
@@ -109,6 +117,27 @@ fn person_token(
     bearer_token(parts)
         .ok()
         .map(|token| SecretString::from(token.to_owned()))
+}
+
+/// The caller's idempotency key for this call, if it gave a usable one: 1 to 255
+/// visible ASCII characters. Any other is dropped with a warning, and the call goes
+/// on without one, as a call from a client that sends none.
+fn idempotency_key(ctx: &RequestContext<RoleServer>) -> Option<String> {
+    let value = ctx.meta.get(IDEMPOTENCY_KEY_META)?;
+    match value.as_str() {
+        Some(key) if usable_idempotency_key(key) => Some(key.to_owned()),
+        _ => {
+            tracing::warn!(
+                "_meta {IDEMPOTENCY_KEY_META} is not 1 to {IDEMPOTENCY_KEY_MAX} visible ASCII \
+                 characters; the call goes on without it"
+            );
+            None
+        }
+    }
+}
+
+fn usable_idempotency_key(key: &str) -> bool {
+    (1..=IDEMPOTENCY_KEY_MAX).contains(&key.len()) && key.bytes().all(|b| b.is_ascii_graphic())
 }
 
 /// The tool call's own span in the trace: a child of the caller's `_meta.traceparent`
@@ -238,8 +267,9 @@ impl ServerHandler for McpServer {
             span_id = %trace.span_id(),
         );
         let started = Instant::now();
+        let idempotency_key = idempotency_key(&ctx);
         let (outcome, result) = self
-            .call(request, &ctx, trace)
+            .call(request, &ctx, trace, idempotency_key.as_deref())
             .instrument(span.clone())
             .await;
         let elapsed = started.elapsed();
@@ -253,6 +283,7 @@ impl ServerHandler for McpServer {
                 subject = ?caller.as_ref().map_or("local", |p| p.subject.as_str()),
                 client_id = ?caller.as_ref().and_then(|p| p.client_id.as_deref()),
                 end_user = ?ctx.meta.get(END_USER_META).and_then(serde_json::Value::as_str),
+                idempotency_key = ?idempotency_key,
                 outcome = outcome.as_str(),
                 duration_ms = elapsed.as_millis() as u64,
                 "tool call"
@@ -269,6 +300,7 @@ impl McpServer {
         request: CallToolRequestParams,
         ctx: &RequestContext<RoleServer>,
         trace: TraceContext,
+        idempotency_key: Option<&str>,
     ) -> Answer {
         let name = request.name.to_string();
         let Some(entry) = self.entry(&name) else {
@@ -300,10 +332,11 @@ impl McpServer {
             );
         }
         let tool_call_id = ctx.meta.get(TOOL_CALL_META).and_then(Value::as_str);
-        let backend =
-            self.shared
-                .backend
-                .for_call(trace, person_token(ctx, caller.as_ref()), tool_call_id);
+        let backend = self
+            .shared
+            .backend
+            .for_call(trace, person_token(ctx, caller.as_ref()), tool_call_id)
+            .with_idempotency_key(idempotency_key);
         let call = Call {
             request: &request,
             ctx,
@@ -312,5 +345,22 @@ impl McpServer {
             seal: &self.shared.seal,
         };
         entry.call(&call).await
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::usable_idempotency_key;
+
+    #[test]
+    fn an_idempotency_key_is_one_to_255_visible_ascii_characters() {
+        assert!(usable_idempotency_key("mtd-0123abcd"));
+        assert!(usable_idempotency_key("k"));
+        assert!(usable_idempotency_key(&"k".repeat(255)));
+        assert!(!usable_idempotency_key(""));
+        assert!(!usable_idempotency_key(&"k".repeat(256)));
+        assert!(!usable_idempotency_key("two words"));
+        assert!(!usable_idempotency_key("tab\there"));
+        assert!(!usable_idempotency_key("clé"));
     }
 }
