@@ -28,6 +28,7 @@ mod docs;
 mod elicitation;
 mod errors;
 mod golden;
+mod idempotent_calls;
 mod identity;
 mod injection;
 mod local_models;
