@@ -224,6 +224,11 @@ pub struct BackendArgs {
     /// Largest request body the backend accepts, in bytes.
     #[arg(long, env = "MAITRED_BODY_LIMIT", default_value_t = defaults::BODY_LIMIT)]
     pub body_limit: usize,
+
+    /// How long a write's `Idempotency-Key` and its stored response are kept
+    /// (`24h`, or seconds): a repeat within it gets the stored response.
+    #[arg(long, env = "MAITRED_IDEMPOTENCY_TTL", default_value_t = Span(defaults::IDEMPOTENCY_TTL))]
+    pub idempotency_ttl: Span,
 }
 
 #[derive(Debug, Clone, Args)]

@@ -112,6 +112,8 @@ pub struct BackendSettings {
     pub endpoint: Endpoint,
     /// Largest request body accepted, in bytes.
     pub body_limit: usize,
+    /// How long a write's `Idempotency-Key` and stored response are kept.
+    pub idempotency_ttl: Duration,
 }
 
 /// How the MCP role reaches the backend and whom it answers.
@@ -178,6 +180,7 @@ impl BackendSettings {
         Self {
             endpoint,
             body_limit: defaults::BODY_LIMIT,
+            idempotency_ttl: defaults::IDEMPOTENCY_TTL,
         }
     }
 }

@@ -68,6 +68,12 @@ impl Settings {
                 bail!("MAITRED_BODY_LIMIT must be at least 1024 bytes");
             }
             backend.body_limit = args.body_limit;
+            backend.idempotency_ttl = within(
+                args.idempotency_ttl.into(),
+                "MAITRED_IDEMPOTENCY_TTL",
+                Duration::from_secs(1),
+                Duration::from_secs(30 * 24 * 3600),
+            )?;
         }
         let gateway = match roles.gateway {
             Some(args) => gateway_from(GatewaySettings::new(gateway), args)?,
@@ -308,6 +314,10 @@ mod tests {
         assert_eq!(parsed.gateway.answer_lease, built.gateway.answer_lease);
         assert_eq!(parsed.mcp.backend_timeout, built.mcp.backend_timeout);
         assert_eq!(parsed.backend.body_limit, built.backend.body_limit);
+        assert_eq!(
+            parsed.backend.idempotency_ttl,
+            built.backend.idempotency_ttl
+        );
         assert_eq!(parsed.timeouts, built.timeouts);
         assert_eq!(
             parsed.identity.access_token_ttl,
