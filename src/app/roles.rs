@@ -44,7 +44,8 @@ pub async fn backend_router(
             db: db.clone(),
             verifier,
         },
-        settings.backend.body_limit,
+        &settings.backend,
+        &settings.timeouts,
     );
     let metrics = Metrics::new();
     metrics.register_collector(PoolCollector(db.clone()));

@@ -28,6 +28,7 @@ mod docs;
 mod elicitation;
 mod errors;
 mod golden;
+mod idempotency;
 mod idempotent_calls;
 mod identity;
 mod injection;

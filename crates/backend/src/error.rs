@@ -49,6 +49,12 @@ pub enum ApiError {
         message: String,
         details: Option<Value>,
     },
+    /// An `Idempotency-Key` sent again with another request.
+    #[error("{0}")]
+    IdempotencyKeyReused(String),
+    /// An `Idempotency-Key` whose first request has not finished.
+    #[error("{message}")]
+    IdempotencyKeyInFlight { message: String, retry_after: u64 },
     #[error("the request body is larger than {limit} bytes")]
     PayloadTooLarge { limit: usize },
     #[error("{0}")]
@@ -104,6 +110,12 @@ impl ApiError {
             }
             Self::Conflict { .. } => (StatusCode::CONFLICT, "CONFLICT"),
             Self::Unprocessable { .. } => (StatusCode::UNPROCESSABLE_ENTITY, "VALIDATION_ERROR"),
+            Self::IdempotencyKeyReused(_) => {
+                (StatusCode::UNPROCESSABLE_ENTITY, "IDEMPOTENCY_KEY_REUSED")
+            }
+            Self::IdempotencyKeyInFlight { .. } => {
+                (StatusCode::CONFLICT, "IDEMPOTENCY_KEY_IN_FLIGHT")
+            }
             Self::PayloadTooLarge { .. } => (StatusCode::PAYLOAD_TOO_LARGE, "INVALID_REQUEST"),
             Self::UnsupportedMediaType(_) => {
                 (StatusCode::UNSUPPORTED_MEDIA_TYPE, "INVALID_REQUEST")
@@ -158,6 +170,12 @@ impl IntoResponse for ApiError {
             Self::NotFound { resource, id } => {
                 envelope.field("details", json!({ "resource": resource, "id": id }))
             }
+            Self::IdempotencyKeyReused(_) => {
+                envelope.field("details", json!({ "header": "Idempotency-Key" }))
+            }
+            Self::IdempotencyKeyInFlight { retry_after, .. } => envelope
+                .field("details", json!({ "header": "Idempotency-Key" }))
+                .retry_after(retry_after),
             _ => envelope,
         };
         envelope.into_response()

@@ -10,6 +10,7 @@ mod customers;
 mod error;
 mod extract;
 mod feedback;
+pub mod idempotency;
 mod list;
 pub mod model;
 mod opening_hours;
@@ -37,7 +38,7 @@ pub use model::{Booking, Customer, Feedback, OpeningHours, Table};
 use extract::BodyLimit;
 use maitred_core::auth::{RequiredScope, Scoped, TokenVerifier};
 use maitred_core::db::Db;
-use maitred_core::settings::API_PREFIX;
+use maitred_core::settings::{API_PREFIX, BackendSettings, HttpTimeouts};
 
 pub use axum::Json;
 
@@ -72,7 +73,9 @@ pub use author::Writer;
 #[derive(Serialize, ToSchema)]
 pub struct ErrorBody {
     /// INVALID_REQUEST, AUTHENTICATION_ERROR, AUTHORIZATION_ERROR, RESOURCE_NOT_FOUND,
-    /// VALIDATION_ERROR, CONFLICT, RATE_LIMIT_EXCEEDED, INTERNAL_ERROR or SERVICE_UNAVAILABLE
+    /// VALIDATION_ERROR, CONFLICT, RATE_LIMIT_EXCEEDED, INTERNAL_ERROR or SERVICE_UNAVAILABLE;
+    /// IDEMPOTENCY_KEY_REUSED (422) and IDEMPOTENCY_KEY_IN_FLIGHT (409) about an
+    /// `Idempotency-Key`
     pub code: String,
     pub message: String,
     #[schema(value_type = Object)]
@@ -83,7 +86,7 @@ pub struct ErrorBody {
 #[openapi(
     info(
         title = "maitred backend (resOS API v1.2 compatible)",
-        description = "Customers, bookings, tables, opening hours and feedback of one restaurant. Every call needs a bearer token from the issuer with audience <backend URL>/api/v1/resos: backend.read for reads, backend.write for writes."
+        description = "Customers, bookings, tables, opening hours and feedback of one restaurant. Every call needs a bearer token from the issuer with audience <backend URL>/api/v1/resos: backend.read for reads, backend.write for writes. A write may carry an Idempotency-Key header (1 to 255 visible ASCII characters): a repeat of it with the same method, path and body gets the stored response with Idempotent-Replayed: true instead of running again; the same key with another request is 422 IDEMPOTENCY_KEY_REUSED."
     ),
     modifiers(&BearerAuth),
     components(schemas(ErrorBody, FieldError))
@@ -133,10 +136,22 @@ pub fn openapi() -> utoipa::openapi::OpenApi {
     api().1
 }
 
-pub fn router(state: BackendState, body_limit: usize) -> axum::Router {
+/// The backend's router, set up by the backend's settings and the request timeout
+/// (how long an unfinished write may hold its idempotency key).
+pub fn router(
+    state: BackendState,
+    settings: &BackendSettings,
+    timeouts: &HttpTimeouts,
+) -> axum::Router {
+    let body_limit = settings.body_limit;
     let (routes, doc) = api();
     let doc = Arc::new(doc);
+    let idempotency = idempotency::Config::new(settings.idempotency_ttl, timeouts.request);
     routes
+        .route_layer(middleware::from_fn_with_state(
+            (state.clone(), idempotency),
+            idempotency::layer,
+        ))
         .route(
             "/api-docs/openapi.json",
             get(move || {
