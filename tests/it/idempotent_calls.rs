@@ -2,7 +2,8 @@
 //! that writes (never the model), stores it with the call before sending it, and
 //! sends it in the call's `_meta`; our MCP server passes it to the backend as
 //! `Idempotency-Key` on the write. Reads carry none. A recording proxy in front of
-//! the backend shows what the MCP role sent.
+//! the backend shows what the MCP role sent; the backend answers a repeat with the
+//! first response.
 
 use std::net::Ipv4Addr;
 use std::sync::{Arc, Mutex};
@@ -278,6 +279,60 @@ async fn our_mcp_server_passes_a_usable_key_to_the_backend_on_writes_only() {
         None
     );
 
+    client.cancel().await.unwrap();
+    app.stop().await;
+}
+
+/// End to end: the same createBooking sent twice with one key (as the gateway would
+/// send a call again) is answered with the first booking, and one booking is made;
+/// the same key with another booking is refused.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_write_sent_again_with_its_key_books_once() {
+    let proxy = RecordingProxy::default();
+    let app = spawn_behind(&proxy, &Database::Sqlite, Llm::Offline).await;
+    let client = connect(&app, &app.token("maitred-gateway", &[]).await, MODERN).await;
+    let date = open_day(6);
+    let times = crate::mcp::call(
+        &client,
+        "getAvailableTimes",
+        json!({ "date": date, "people": 2 }),
+    )
+    .await;
+    let times = times.structured_content.unwrap()["times"].clone();
+    let guest = "Once Only Olga";
+    let booking = |time: &Value| json!({ "date": date, "time": time, "people": 2, "guestName": guest, "guestEmail": crate::chat::email(guest) });
+    let key = json!("mtd-0123456789abcdef0123456789abcdef");
+
+    let first = call_with(
+        &client,
+        "createBooking",
+        booking(&times[0]),
+        keyed(key.clone()),
+    )
+    .await;
+    let again = call_with(
+        &client,
+        "createBooking",
+        booking(&times[0]),
+        keyed(key.clone()),
+    )
+    .await;
+    assert_eq!(first.is_error, Some(false), "{}", text(&first));
+    assert_eq!(again.is_error, Some(false), "{}", text(&again));
+    let id = |result: &CallToolResult| result.structured_content.as_ref().unwrap()["_id"].clone();
+    assert_eq!(id(&first), id(&again));
+    let other = call_with(&client, "createBooking", booking(&times[1]), keyed(key)).await;
+    assert_eq!(other.is_error, Some(true), "{}", text(&other));
+
+    let writes = proxy.writes_to(BOOKINGS);
+    assert_eq!(writes.len(), 3, "{writes:?}");
+    let found = crate::mcp::call(
+        &client,
+        "getBookings",
+        json!({ "fromDate": date, "toDate": date, "customQuery": format!("guest.name = '{guest}'") }),
+    )
+    .await;
+    assert_eq!(found.structured_content.unwrap()["total"], 1);
     client.cancel().await.unwrap();
     app.stop().await;
 }
