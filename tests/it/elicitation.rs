@@ -4,7 +4,6 @@
 //! here, stands for any MCP server; the person answers over the chat API.
 
 use std::borrow::Cow;
-use std::net::Ipv4Addr;
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
@@ -23,10 +22,9 @@ use rmcp::transport::streamable_http_server::session::local::LocalSessionManager
 use rmcp::transport::streamable_http_server::{StreamableHttpServerConfig, StreamableHttpService};
 use rmcp::{ErrorData, RoleServer, ServerHandler};
 use serde_json::{Value, json};
-use tokio::net::TcpListener;
 
 use crate::browser::Browser;
-use crate::helpers::{Database, Llm, SseEvent, SseReader, TestApp, of};
+use crate::helpers::{Database, Llm, SseEvent, SseReader, TestApp, of, serve};
 
 /// Which protocol revision the test server speaks.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -260,11 +258,8 @@ async fn desk(revision: Revision) -> (String, Seen) {
         Arc::new(LocalSessionManager::default()),
         StreamableHttpServerConfig::default(),
     );
-    let listener = TcpListener::bind((Ipv4Addr::LOCALHOST, 0)).await.unwrap();
-    let url = format!("http://{}/mcp", listener.local_addr().unwrap());
     let router = axum::Router::new().route_service("/mcp", service);
-    tokio::spawn(async move { axum::serve(listener, router).await.unwrap() });
-    (url, seen)
+    (format!("{}/mcp", serve(router).await), seen)
 }
 
 fn desk_config(url: &str) -> ServerConfig {

@@ -604,3 +604,13 @@ pub(crate) fn of<'a>(events: &'a [SseEvent], name: &str) -> Vec<&'a Value> {
         .map(|e| &e.data)
         .collect()
 }
+
+/// Serves `router` on a free local port until the test ends; its base URL.
+pub(crate) async fn serve(router: axum::Router) -> String {
+    let listener = tokio::net::TcpListener::bind((std::net::Ipv4Addr::LOCALHOST, 0))
+        .await
+        .unwrap();
+    let url = format!("http://{}", listener.local_addr().unwrap());
+    tokio::spawn(async move { axum::serve(listener, router).await.unwrap() });
+    url
+}

@@ -5,7 +5,6 @@
 //! the backend shows what the MCP role sent; the backend answers a repeat with the
 //! first response.
 
-use std::net::Ipv4Addr;
 use std::sync::{Arc, Mutex};
 
 use axum::body::Body;
@@ -16,9 +15,8 @@ use maitred_scripted_llm::{Script, ToolCallSpec, Turn};
 use rmcp::model::{CallToolRequestParams, CallToolResult, RequestMetaObject};
 use serde_json::{Value, json};
 use sha2::{Digest, Sha256};
-use tokio::net::TcpListener;
 
-use crate::helpers::{Database, Llm, SseEvent, TestApp, of};
+use crate::helpers::{Database, Llm, SseEvent, TestApp, of, serve};
 use crate::mcp::{Client, MODERN, connect, open_day, text};
 use crate::on_both_databases;
 
@@ -41,13 +39,12 @@ struct RecordingProxy {
 
 impl RecordingProxy {
     async fn start(&self) -> String {
-        let listener = TcpListener::bind((Ipv4Addr::LOCALHOST, 0)).await.unwrap();
-        let url = format!("http://{}", listener.local_addr().unwrap());
-        let router = axum::Router::new()
-            .fallback(forward)
-            .with_state(self.clone());
-        tokio::spawn(async move { axum::serve(listener, router).await.unwrap() });
-        url
+        serve(
+            axum::Router::new()
+                .fallback(forward)
+                .with_state(self.clone()),
+        )
+        .await
     }
 
     fn seen(&self) -> Vec<Seen> {

@@ -2,7 +2,6 @@
 //! from a caller through the MCP role to the backend.
 
 use std::collections::{BTreeMap, HashMap};
-use std::net::Ipv4Addr;
 use std::sync::{Arc, Mutex};
 
 use axum::Router;
@@ -19,9 +18,8 @@ use rmcp::transport::StreamableHttpClientTransport;
 use rmcp::transport::streamable_http_client::StreamableHttpClientTransportConfig;
 use rmcp::{ClientLifecycleMode, ClientServiceExt};
 use serde_json::json;
-use tokio::net::TcpListener;
 
-use crate::helpers::{Database, Llm, SseReader, TestApp};
+use crate::helpers::{Database, Llm, SseReader, TestApp, serve};
 use crate::on_both_databases;
 
 type Client = RunningService<RoleClient, ClientConfig>;
@@ -293,8 +291,6 @@ async fn every_role_serves_its_metrics(database: &Database) {
 /// A stand-in backend that records each request's `traceparent` and answers 503.
 async fn recording_backend() -> (String, Arc<Mutex<Vec<Option<String>>>>) {
     let seen = Arc::new(Mutex::new(Vec::new()));
-    let listener = TcpListener::bind((Ipv4Addr::LOCALHOST, 0)).await.unwrap();
-    let url = format!("http://{}", listener.local_addr().unwrap());
     let app = Router::new().fallback({
         let seen = seen.clone();
         move |headers: HeaderMap| async move {
@@ -306,8 +302,7 @@ async fn recording_backend() -> (String, Arc<Mutex<Vec<Option<String>>>>) {
             StatusCode::SERVICE_UNAVAILABLE
         }
     });
-    tokio::spawn(async move { axum::serve(listener, app).await.unwrap() });
-    (url, seen)
+    (serve(app).await, seen)
 }
 
 /// What the stand-in backend received since the last look, parsed.
@@ -465,9 +460,7 @@ async fn handlers_read_the_requests_trace_context() {
         &Metrics::new(),
         &Default::default(),
     );
-    let listener = TcpListener::bind((Ipv4Addr::LOCALHOST, 0)).await.unwrap();
-    let url = format!("http://{}/trace", listener.local_addr().unwrap());
-    tokio::spawn(async move { axum::serve(listener, router).await.unwrap() });
+    let url = format!("{}/trace", serve(router).await);
     let response = maitred::http_client::new()
         .unwrap()
         .get(&url)

@@ -3,11 +3,11 @@
 //! token (one refresh and one retry).
 
 use std::collections::HashSet;
-use std::net::Ipv4Addr;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
+use crate::helpers::{Database, Llm, SseEvent, TestApp, answer, own_mcp_server, serve};
 use axum::body::Body;
 use axum::extract::{Request, State};
 use axum::http::{HeaderValue, StatusCode};
@@ -15,9 +15,6 @@ use axum::response::{IntoResponse, Response};
 use maitred::settings::mcp_servers::AuthConfig;
 use maitred_scripted_llm::{Script, ToolCallSpec, Turn};
 use serde_json::Value;
-use tokio::net::TcpListener;
-
-use crate::helpers::{Database, Llm, SseEvent, TestApp, answer, own_mcp_server};
 
 fn tables_then_answer(questions: usize) -> Script {
     Script::new((0..questions).flat_map(|i| {
@@ -105,13 +102,10 @@ struct RevokingProxy {
 
 impl RevokingProxy {
     async fn start(&self) -> String {
-        let listener = TcpListener::bind((Ipv4Addr::LOCALHOST, 0)).await.unwrap();
-        let url = format!("http://{}/mcp", listener.local_addr().unwrap());
         let router = axum::Router::new()
             .fallback(forward)
             .with_state(self.clone());
-        tokio::spawn(async move { axum::serve(listener, router).await.unwrap() });
-        url
+        format!("{}/mcp", serve(router).await)
     }
 }
 
