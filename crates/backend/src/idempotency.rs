@@ -14,8 +14,8 @@
 //! * A repeat with the same method, path and body (its SHA-256) gets the stored
 //!   status and body and `Idempotent-Replayed: true`; with another method, path or
 //!   body, 422 `IDEMPOTENCY_KEY_REUSED`. A repeat while the first still runs waits
-//!   for it up to [`WAIT`], then gets 409 `IDEMPOTENCY_KEY_IN_FLIGHT` with
-//!   `Retry-After`.
+//!   for it up to the configured wait (`MAITRED_IDEMPOTENCY_WAIT`, 10 s), then gets
+//!   409 `IDEMPOTENCY_KEY_IN_FLIGHT` with `Retry-After`.
 //! * Rows live for the configured TTL (`MAITRED_IDEMPOTENCY_TTL`); expired rows are
 //!   deleted when a new key is claimed, and an expired key runs again. A pending row
 //!   older than the request timeout (plus a margin) belonged to a request that never
@@ -45,8 +45,6 @@ pub const IDEMPOTENCY_KEY: HeaderName = HeaderName::from_static("idempotency-key
 pub const IDEMPOTENT_REPLAYED: HeaderName = HeaderName::from_static("idempotent-replayed");
 
 const MAX_KEY_LEN: usize = 255;
-/// How long a repeat waits for the first request to finish before a 409.
-pub(crate) const WAIT: Duration = Duration::from_secs(10);
 /// Between looks at a pending row.
 const POLL: Duration = Duration::from_millis(25);
 /// What a 409 in flight tells the client to wait, in seconds.
@@ -59,14 +57,17 @@ const ABANDON_MARGIN: Duration = Duration::from_secs(30);
 pub(crate) struct Config {
     /// How long a key and its response are kept.
     pub ttl: Duration,
+    /// How long a repeat waits for the first request to finish before a 409.
+    pub wait: Duration,
     /// How old a pending row must be to count as abandoned.
     pub abandoned_after: Duration,
 }
 
 impl Config {
-    pub(crate) fn new(ttl: Duration, request_timeout: Duration) -> Self {
+    pub(crate) fn new(ttl: Duration, wait: Duration, request_timeout: Duration) -> Self {
         Self {
             ttl,
+            wait,
             abandoned_after: request_timeout + ABANDON_MARGIN,
         }
     }
@@ -253,7 +254,7 @@ struct Store<'a> {
 impl Store<'_> {
     /// Claims the key, or answers from (or about) the row that holds it.
     async fn claim(&self, claim: &Claim) -> Result<Outcome, ApiError> {
-        let deadline = Instant::now() + WAIT;
+        let deadline = Instant::now() + self.config.wait;
         self.purge().await?;
         loop {
             let now = Utc::now();
@@ -293,8 +294,8 @@ impl Store<'_> {
             if Instant::now() >= deadline {
                 return Err(ApiError::IdempotencyKeyInFlight {
                     message: format!(
-                        "a request with this Idempotency-Key is still running after {}s; try again shortly for its response",
-                        WAIT.as_secs()
+                        "a request with this Idempotency-Key is still running after {:?}; try again shortly for its response",
+                        self.config.wait
                     ),
                     retry_after: RETRY_AFTER,
                 });

@@ -146,7 +146,11 @@ pub fn router(
     let body_limit = settings.body_limit;
     let (routes, doc) = api();
     let doc = Arc::new(doc);
-    let idempotency = idempotency::Config::new(settings.idempotency_ttl, timeouts.request);
+    let idempotency = idempotency::Config::new(
+        settings.idempotency_ttl,
+        settings.idempotency_wait,
+        timeouts.request,
+    );
     routes
         .route_layer(middleware::from_fn_with_state(
             (state.clone(), idempotency),

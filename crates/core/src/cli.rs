@@ -229,6 +229,11 @@ pub struct BackendArgs {
     /// (`24h`, or seconds): a repeat within it gets the stored response.
     #[arg(long, env = "MAITRED_IDEMPOTENCY_TTL", default_value_t = Span(defaults::IDEMPOTENCY_TTL))]
     pub idempotency_ttl: Span,
+
+    /// How long a repeat of a write that is still running waits for its response
+    /// (`10s`) before a 409 `IDEMPOTENCY_KEY_IN_FLIGHT`.
+    #[arg(long, env = "MAITRED_IDEMPOTENCY_WAIT", default_value_t = Span(defaults::IDEMPOTENCY_WAIT))]
+    pub idempotency_wait: Span,
 }
 
 #[derive(Debug, Clone, Args)]

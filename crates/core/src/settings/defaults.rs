@@ -13,6 +13,9 @@ pub const BODY_LIMIT: usize = 64 * 1024;
 /// How long the backend keeps a write's `Idempotency-Key` and its response: a day
 /// covers any retry a client or a person makes of one action.
 pub const IDEMPOTENCY_TTL: Duration = Duration::from_secs(24 * 3600);
+/// How long a repeat of a write that is still running waits for its response before
+/// a 409: most writes take milliseconds, and a client's own timeout is longer.
+pub const IDEMPOTENCY_WAIT: Duration = Duration::from_secs(10);
 /// A request's head comes in one or two packets; ten seconds is plenty even on a bad
 /// mobile link, and short enough that idle sockets do not pile up.
 pub const HEADER_READ_TIMEOUT: Duration = Duration::from_secs(10);

@@ -114,6 +114,8 @@ pub struct BackendSettings {
     pub body_limit: usize,
     /// How long a write's `Idempotency-Key` and stored response are kept.
     pub idempotency_ttl: Duration,
+    /// How long a repeat waits for the first request with its key before a 409.
+    pub idempotency_wait: Duration,
 }
 
 /// How the MCP role reaches the backend and whom it answers.
@@ -181,6 +183,7 @@ impl BackendSettings {
             endpoint,
             body_limit: defaults::BODY_LIMIT,
             idempotency_ttl: defaults::IDEMPOTENCY_TTL,
+            idempotency_wait: defaults::IDEMPOTENCY_WAIT,
         }
     }
 }

@@ -74,6 +74,12 @@ impl Settings {
                 Duration::from_secs(1),
                 Duration::from_secs(30 * 24 * 3600),
             )?;
+            backend.idempotency_wait = within(
+                args.idempotency_wait.into(),
+                "MAITRED_IDEMPOTENCY_WAIT",
+                Duration::from_millis(100),
+                Duration::from_secs(60),
+            )?;
         }
         let gateway = match roles.gateway {
             Some(args) => gateway_from(GatewaySettings::new(gateway), args)?,
@@ -317,6 +323,10 @@ mod tests {
         assert_eq!(
             parsed.backend.idempotency_ttl,
             built.backend.idempotency_ttl
+        );
+        assert_eq!(
+            parsed.backend.idempotency_wait,
+            built.backend.idempotency_wait
         );
         assert_eq!(parsed.timeouts, built.timeouts);
         assert_eq!(
