@@ -3,8 +3,10 @@
 
 use std::time::Duration;
 
-use chrono::{Datelike, Utc, Weekday};
+use chrono::{DateTime, Datelike, Utc, Weekday};
+use maitred::db::canonical;
 use serde_json::{Value, json};
+use sha2::{Digest, Sha256};
 
 use crate::helpers::{Database, TestApp};
 use crate::on_both_databases;
@@ -17,6 +19,10 @@ on_both_databases!(
     an_expired_key_runs_again,
     another_callers_key_does_not_replay,
     a_malformed_key_is_refused,
+    a_failed_write_releases_its_key,
+    a_repeat_of_a_running_write_waits_then_gets_409,
+    a_repeat_gets_what_another_replica_stores_while_it_waits,
+    an_unfinished_claim_is_taken_over,
 );
 
 fn booking(name: &str, days_ahead: i64) -> Value {
@@ -270,4 +276,223 @@ async fn a_malformed_key_is_refused(db: &Database) {
     let answer = post(&app, "/bookings", &token, &longest, &booking("Ned Good", 4)).await;
     assert_eq!(answer.status, 200, "{answer:?}");
     app.stop().await;
+}
+
+async fn a_failed_write_releases_its_key(db: &Database) {
+    let app = TestApp::spawn(db).await;
+    let token = app.backend_token().await;
+    let body = booking("Ola Retry", 4);
+    // The write fails for real: its table is gone.
+    sqlx::query("ALTER TABLE bookings RENAME TO bookings_away")
+        .execute(app.db.pool())
+        .await
+        .unwrap();
+    let failed = post(&app, "/bookings", &token, "retry-1", &body).await;
+    sqlx::query("ALTER TABLE bookings_away RENAME TO bookings")
+        .execute(app.db.pool())
+        .await
+        .unwrap();
+    assert!((500..600).contains(&failed.status), "{failed:?}");
+    assert!(!failed.replayed);
+    assert_eq!(rows_of(&app, "retry-1").await, 0, "a 5xx keeps nothing");
+    let retry = post(&app, "/bookings", &token, "retry-1", &body).await;
+    assert_eq!(retry.status, 200, "the retry runs the write: {retry:?}");
+    assert!(!retry.replayed, "{retry:?}");
+    assert_eq!(retry.body["guest"]["name"], "Ola Retry", "{retry:?}");
+    assert_eq!(bookings_of(&app, "Ola Retry").await, 1);
+    let again = post(&app, "/bookings", &token, "retry-1", &body).await;
+    assert_eq!((again.status, again.replayed), (200, true), "{again:?}");
+    assert_eq!(again.body, retry.body);
+    app.stop().await;
+}
+
+async fn a_repeat_of_a_running_write_waits_then_gets_409(db: &Database) {
+    let app = TestApp::spawn_with(db, |settings| {
+        settings.backend.idempotency_wait = Duration::from_millis(200);
+    })
+    .await;
+    let token = app.backend_token().await;
+    let caller = caller_of(&app, &token).await;
+    let body = booking("Pia Pending", 4);
+    // The first request's claim, as if it were still running.
+    claim(&app, &caller, "running-1", &body, Utc::now()).await;
+    let started = std::time::Instant::now();
+    let response = app
+        .http
+        .post(format!("{}/bookings", app.api))
+        .bearer_auth(&token)
+        .header("Idempotency-Key", "running-1")
+        .json(&body)
+        .send()
+        .await
+        .unwrap();
+    let waited = started.elapsed();
+    let retry_after = response
+        .headers()
+        .get("retry-after")
+        .map(|v| v.to_str().unwrap().to_owned());
+    let answer = Answer::of(response).await;
+    assert_eq!(answer.status, 409, "{answer:?}");
+    assert_eq!(
+        answer.body["code"], "IDEMPOTENCY_KEY_IN_FLIGHT",
+        "{answer:?}"
+    );
+    assert_eq!(retry_after.as_deref(), Some("1"), "{answer:?}");
+    assert!(!answer.replayed);
+    assert!(
+        waited >= Duration::from_millis(200),
+        "it waited for the first request: {waited:?}"
+    );
+    assert_eq!(bookings_of(&app, "Pia Pending").await, 0);
+    // The claim is still the first request's.
+    let (status,): (Option<i64>,) =
+        sqlx::query_as("SELECT status FROM idempotency_keys WHERE idem_key = 'running-1'")
+            .fetch_one(app.db.pool())
+            .await
+            .unwrap();
+    assert_eq!(status, None);
+    app.stop().await;
+}
+
+async fn a_repeat_gets_what_another_replica_stores_while_it_waits(db: &Database) {
+    // The default wait (10 s) is far longer than the test needs.
+    let app = TestApp::spawn(db).await;
+    let token = app.backend_token().await;
+    let caller = caller_of(&app, &token).await;
+    let body = booking("Quin Elsewhere", 4);
+    claim(&app, &caller, "elsewhere-1", &body, Utc::now()).await;
+    let repeat = tokio::spawn({
+        let http = app.http.clone();
+        let url = format!("{}/bookings", app.api);
+        let token = token.clone();
+        let body = body.clone();
+        async move {
+            let response = http
+                .post(url)
+                .bearer_auth(token)
+                .header("Idempotency-Key", "elsewhere-1")
+                .json(&body)
+                .send()
+                .await
+                .unwrap();
+            Answer::of(response).await
+        }
+    });
+    tokio::time::sleep(Duration::from_millis(300)).await;
+    assert!(
+        !repeat.is_finished(),
+        "the repeat waits for the first request"
+    );
+    // Another replica finishes the first request and stores its response.
+    let stored =
+        json!({ "_id": "booked-by-another-replica", "guest": { "name": "Quin Elsewhere" } });
+    sqlx::query(
+        "UPDATE idempotency_keys SET status = 201, content_type = 'application/json', \
+         response_body = $1 WHERE idem_key = 'elsewhere-1'",
+    )
+    .bind(stored.to_string())
+    .execute(app.db.pool())
+    .await
+    .unwrap();
+    let answer = tokio::time::timeout(Duration::from_secs(5), repeat)
+        .await
+        .expect("the repeat answers once the response is stored")
+        .unwrap();
+    assert_eq!(answer.status, 201, "{answer:?}");
+    assert!(answer.replayed, "{answer:?}");
+    assert_eq!(answer.body, stored);
+    assert_eq!(
+        bookings_of(&app, "Quin Elsewhere").await,
+        0,
+        "nothing ran here"
+    );
+    app.stop().await;
+}
+
+async fn an_unfinished_claim_is_taken_over(db: &Database) {
+    let app = TestApp::spawn(db).await;
+    let token = app.backend_token().await;
+    let caller = caller_of(&app, &token).await;
+    let body = booking("Rui Abandoned", 4);
+    // Older than the request timeout plus its margin: its request never finished.
+    let long_ago = Utc::now()
+        - chrono::Duration::from_std(app.settings.timeouts.request).unwrap()
+        - chrono::Duration::minutes(5);
+    claim(&app, &caller, "abandoned-1", &body, long_ago).await;
+    let answer = post(&app, "/bookings", &token, "abandoned-1", &body).await;
+    assert_eq!(answer.status, 200, "{answer:?}");
+    assert!(!answer.replayed, "the write ran: {answer:?}");
+    assert_eq!(bookings_of(&app, "Rui Abandoned").await, 1);
+    let (status, response_body, created_at): (Option<i64>, Option<String>, String) =
+        sqlx::query_as(
+            "SELECT status, response_body, created_at FROM idempotency_keys \
+             WHERE idem_key = 'abandoned-1'",
+        )
+        .fetch_one(app.db.pool())
+        .await
+        .unwrap();
+    assert_eq!(status, Some(200));
+    let response_body: Value = serde_json::from_str(&response_body.unwrap()).unwrap();
+    assert_eq!(response_body, answer.body, "its response is stored");
+    assert_ne!(created_at, canonical(long_ago), "under a claim of its own");
+    let again = post(&app, "/bookings", &token, "abandoned-1", &body).await;
+    assert_eq!((again.status, again.replayed), (200, true), "{again:?}");
+    assert_eq!(again.body, answer.body);
+    assert_eq!(bookings_of(&app, "Rui Abandoned").await, 1);
+    app.stop().await;
+}
+
+async fn rows_of(app: &TestApp, key: &str) -> i64 {
+    let (count,): (i64,) =
+        sqlx::query_as("SELECT COUNT(*) FROM idempotency_keys WHERE idem_key = $1")
+            .bind(key)
+            .fetch_one(app.db.pool())
+            .await
+            .unwrap();
+    count
+}
+
+/// Whom the backend files a token's keys under, and the path it stores for
+/// `POST /bookings`: read from the row of a refused booking made for the purpose.
+struct Caller {
+    subject: String,
+    client: String,
+    path: String,
+}
+
+async fn caller_of(app: &TestApp, token: &str) -> Caller {
+    let past = json!({ "date": "2020-01-07", "time": "19:00", "people": 2,
+                       "guest": { "name": "Probe", "email": "guest@example.net" } });
+    let refused = post(app, "/bookings", token, "probe", &past).await;
+    assert_eq!(refused.status, 400, "{refused:?}");
+    let (subject, client, path): (String, String, String) = sqlx::query_as(
+        "SELECT subject, client, path FROM idempotency_keys WHERE idem_key = 'probe'",
+    )
+    .fetch_one(app.db.pool())
+    .await
+    .unwrap();
+    Caller {
+        subject,
+        client,
+        path,
+    }
+}
+
+/// A pending row for `key`, as a request's claim leaves it while the write runs.
+async fn claim(app: &TestApp, caller: &Caller, key: &str, body: &Value, created_at: DateTime<Utc>) {
+    let body_hash = hex::encode(Sha256::digest(serde_json::to_vec(body).unwrap()));
+    sqlx::query(
+        "INSERT INTO idempotency_keys (subject, client, idem_key, method, path, body_hash, created_at, expires_at) \
+         VALUES ($1, $2, $3, 'POST', $4, $5, $6, $7)",
+    )
+    .bind(&caller.subject)
+    .bind(&caller.client)
+    .bind(key)
+    .bind(&caller.path)
+    .bind(body_hash)
+    .bind(canonical(created_at))
+    .bind(canonical(Utc::now() + chrono::Duration::hours(1)))
+    .execute(app.db.pool())
+    .await
+    .unwrap();
 }
