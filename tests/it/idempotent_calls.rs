@@ -10,7 +10,7 @@ use std::sync::{Arc, Mutex};
 use axum::body::Body;
 use axum::extract::{Request, State};
 use axum::response::Response;
-use maitred_mcp_server::IDEMPOTENCY_KEY_META;
+use maitred::protocol::meta;
 use maitred_scripted_llm::{Script, ToolCallSpec, Turn};
 use rmcp::model::{CallToolRequestParams, CallToolResult, RequestMetaObject};
 use serde_json::{Value, json};
@@ -213,7 +213,7 @@ async fn call_with(
 
 fn keyed(key: Value) -> RequestMetaObject {
     let mut meta = RequestMetaObject::default();
-    meta.insert(IDEMPOTENCY_KEY_META.to_owned(), key);
+    meta.insert(meta::IDEMPOTENCY_KEY.to_owned(), key);
     meta
 }
 

@@ -44,7 +44,13 @@ pub const IDEMPOTENCY_KEY: HeaderName = HeaderName::from_static("idempotency-key
 /// Set on a response that was stored, not made now.
 pub const IDEMPOTENT_REPLAYED: HeaderName = HeaderName::from_static("idempotent-replayed");
 
-const MAX_KEY_LEN: usize = 255;
+/// The longest key accepted.
+pub const MAX_KEY_LEN: usize = 255;
+
+/// A key the backend accepts: 1 to [`MAX_KEY_LEN`] visible ASCII characters.
+pub fn is_usable_key(key: &[u8]) -> bool {
+    (1..=MAX_KEY_LEN).contains(&key.len()) && key.iter().all(u8::is_ascii_graphic)
+}
 /// Between looks at a pending row.
 const POLL: Duration = Duration::from_millis(25);
 /// What a 409 in flight tells the client to wait, in seconds.
@@ -140,7 +146,7 @@ async fn run(
         .await;
     if response.status().is_server_error() {
         // Nothing was done, or nothing we can vouch for: a retry runs again.
-        if let Err(error) = store.release(&claim, &created_at).await {
+        if let Err(error) = store.remove(&claim, &created_at).await {
             response.extensions_mut().insert(ErrorDetail::new(
                 "releasing an idempotency key after a failed write",
                 error,
@@ -152,7 +158,7 @@ async fn run(
     let body = match axum::body::to_bytes(body, usize::MAX).await {
         Ok(body) => body,
         Err(error) => {
-            let _ = store.release(&claim, &created_at).await;
+            let _ = store.remove(&claim, &created_at).await;
             return Err(ApiError::Internal(
                 anyhow::Error::new(error).context("reading a write's response to store it"),
             ));
@@ -192,14 +198,14 @@ fn key_of(headers: &HeaderMap) -> Result<Option<String>, ApiError> {
         return Err(invalid("is sent more than once"));
     }
     let bytes = value.as_bytes();
-    if bytes.is_empty() {
-        return Err(invalid("is empty"));
-    }
-    if bytes.len() > MAX_KEY_LEN {
-        return Err(invalid("is too long"));
-    }
-    if !bytes.iter().all(|b| (0x21..=0x7e).contains(b)) {
-        return Err(invalid("has characters that are not visible ASCII"));
+    if !is_usable_key(bytes) {
+        return Err(invalid(if bytes.is_empty() {
+            "is empty"
+        } else if bytes.len() > MAX_KEY_LEN {
+            "is too long"
+        } else {
+            "has characters that are not visible ASCII"
+        }));
     }
     Ok(Some(String::from_utf8_lossy(bytes).into_owned()))
 }
@@ -396,11 +402,6 @@ impl Store<'_> {
         .map(|_| ())
     }
 
-    /// Gives the key up after a failed write: the next repeat runs.
-    async fn release(&self, claim: &Claim, created_at: &str) -> Result<(), sqlx::Error> {
-        self.remove(claim, created_at).await
-    }
-
     async fn complete(
         &self,
         claim: &Claim,
@@ -490,5 +491,18 @@ mod tests {
             assert!(error.to_string().contains("Idempotency-Key"), "{error}");
         }
         assert!(key_of(&headers(&[b"one", b"two"])).is_err());
+    }
+
+    /// The rule the MCP role applies to a caller's `_meta` key before passing it on.
+    #[test]
+    fn a_usable_key_is_one_to_255_visible_ascii_characters() {
+        assert!(is_usable_key(b"mtd-0123abcd"));
+        assert!(is_usable_key(b"k"));
+        assert!(is_usable_key("k".repeat(255).as_bytes()));
+        assert!(!is_usable_key(b""));
+        assert!(!is_usable_key("k".repeat(256).as_bytes()));
+        assert!(!is_usable_key(b"two words"));
+        assert!(!is_usable_key(b"tab\there"));
+        assert!(!is_usable_key("cl\u{e9}".as_bytes()));
     }
 }

@@ -19,6 +19,7 @@ use serde_json::Value;
 use super::metrics::BackendLabels;
 use secrecy::{ExposeSecret, SecretString};
 
+use maitred_backend::idempotency;
 use maitred_core::delegation::{ExchangeError, Exchanger, TOOL_CALL_HEADER};
 use maitred_core::metrics::status_class;
 use maitred_core::oauth_client::TokenSource;
@@ -55,10 +56,6 @@ pub struct BackendClient {
     /// The caller's idempotency key, sent with this call's writes.
     idempotency_key: Option<Arc<str>>,
 }
-
-/// The header a write's idempotency key goes in: the backend answers a repeat with
-/// the first answer, and does not act twice.
-const IDEMPOTENCY_KEY_HEADER: &str = "idempotency-key";
 
 struct Shared {
     http: reqwest::Client,
@@ -221,7 +218,7 @@ impl BackendClient {
                 if let Some(key) = &self.idempotency_key
                     && method != Method::GET
                 {
-                    request = request.header(IDEMPOTENCY_KEY_HEADER, key.as_ref());
+                    request = request.header(idempotency::IDEMPOTENCY_KEY, key.as_ref());
                 }
                 if let Some(body) = body {
                     request = request.json(body);

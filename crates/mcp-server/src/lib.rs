@@ -46,7 +46,7 @@ use secrecy::SecretString;
 use tokio_util::sync::CancellationToken;
 
 pub use access::SessionOwners;
-pub use server::{Access, END_USER_META, IDEMPOTENCY_KEY_META, McpServer};
+pub use server::{Access, McpServer};
 
 use backend::BackendClient;
 use maitred_core::auth::{TokenVerifier, VerifierConfig};

@@ -25,25 +25,10 @@ use super::call::{Answer, Call};
 use super::catalogue::{Entry, READ_SCOPE, catalogue};
 use super::metrics::{McpMetrics, Outcome};
 use super::sealed_state::StateSeal;
+use maitred_backend::idempotency;
 use maitred_core::auth::{Principal, bearer_token};
 use maitred_core::trace_context::TraceContext;
-
-/// The `_meta` key under which a caller may name the end user it acts for. It is
-/// logged for audit, never used to decide access: a delegated token names the
-/// person, and that is what reaches the backend.
-pub const END_USER_META: &str = "maitred/endUserId";
-
-/// The `_meta` key under which the gateway names its tool call; passed to the
-/// backend for its write audit.
-pub(super) const TOOL_CALL_META: &str = "maitred/toolCallId";
-
-/// The `_meta` key under which a caller may give a write its idempotency key (the
-/// gateway mints one for each call of a write tool); passed to the backend as its
-/// `Idempotency-Key`, so the same call sent again acts once.
-pub const IDEMPOTENCY_KEY_META: &str = "io.maitred/idempotencyKey";
-
-/// The longest idempotency key passed on.
-const IDEMPOTENCY_KEY_MAX: usize = 255;
+use maitred_protocol::meta;
 
 const INSTRUCTIONS: &str = "Tools for one restaurant's reservation system (resOS compatible): customers, \
 bookings, tables, opening hours and guest feedback. Read tools never change anything. Before booking, \
@@ -119,25 +104,22 @@ fn person_token(
         .map(|token| SecretString::from(token.to_owned()))
 }
 
-/// The caller's idempotency key for this call, if it gave a usable one: 1 to 255
-/// visible ASCII characters. Any other is dropped with a warning, and the call goes
-/// on without one, as a call from a client that sends none.
+/// The caller's idempotency key for this call, if it gave one the backend accepts
+/// (1 to 255 visible ASCII characters). Any other is dropped with a warning, and the
+/// call goes on without one, as a call from a client that sends none.
 fn idempotency_key(ctx: &RequestContext<RoleServer>) -> Option<String> {
-    let value = ctx.meta.get(IDEMPOTENCY_KEY_META)?;
+    let value = ctx.meta.get(meta::IDEMPOTENCY_KEY)?;
     match value.as_str() {
-        Some(key) if usable_idempotency_key(key) => Some(key.to_owned()),
+        Some(key) if idempotency::is_usable_key(key.as_bytes()) => Some(key.to_owned()),
         _ => {
             tracing::warn!(
-                "_meta {IDEMPOTENCY_KEY_META} is not 1 to {IDEMPOTENCY_KEY_MAX} visible ASCII \
-                 characters; the call goes on without it"
+                "_meta {} is not 1 to {} visible ASCII characters; the call goes on without it",
+                meta::IDEMPOTENCY_KEY,
+                idempotency::MAX_KEY_LEN
             );
             None
         }
     }
-}
-
-fn usable_idempotency_key(key: &str) -> bool {
-    (1..=IDEMPOTENCY_KEY_MAX).contains(&key.len()) && key.bytes().all(|b| b.is_ascii_graphic())
 }
 
 /// The tool call's own span in the trace: a child of the caller's `_meta.traceparent`
@@ -282,7 +264,7 @@ impl ServerHandler for McpServer {
                 tool = ?name,
                 subject = ?caller.as_ref().map_or("local", |p| p.subject.as_str()),
                 client_id = ?caller.as_ref().and_then(|p| p.client_id.as_deref()),
-                end_user = ?ctx.meta.get(END_USER_META).and_then(serde_json::Value::as_str),
+                end_user = ?ctx.meta.get(meta::END_USER).and_then(serde_json::Value::as_str),
                 idempotency_key = ?idempotency_key,
                 outcome = outcome.as_str(),
                 duration_ms = elapsed.as_millis() as u64,
@@ -331,7 +313,7 @@ impl McpServer {
                 .into()),
             );
         }
-        let tool_call_id = ctx.meta.get(TOOL_CALL_META).and_then(Value::as_str);
+        let tool_call_id = ctx.meta.get(meta::TOOL_CALL).and_then(Value::as_str);
         let backend = self
             .shared
             .backend
@@ -345,22 +327,5 @@ impl McpServer {
             seal: &self.shared.seal,
         };
         entry.call(&call).await
-    }
-}
-
-#[cfg(test)]
-mod tests {
-    use super::usable_idempotency_key;
-
-    #[test]
-    fn an_idempotency_key_is_one_to_255_visible_ascii_characters() {
-        assert!(usable_idempotency_key("mtd-0123abcd"));
-        assert!(usable_idempotency_key("k"));
-        assert!(usable_idempotency_key(&"k".repeat(255)));
-        assert!(!usable_idempotency_key(""));
-        assert!(!usable_idempotency_key(&"k".repeat(256)));
-        assert!(!usable_idempotency_key("two words"));
-        assert!(!usable_idempotency_key("tab\there"));
-        assert!(!usable_idempotency_key("clé"));
     }
 }

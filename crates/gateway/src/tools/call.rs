@@ -5,6 +5,7 @@
 
 use maitred_core::delegation::ExchangeError;
 use maitred_protocol::ids::{MessageId, ToolCallId};
+use maitred_protocol::meta;
 use rmcp::model::{CallToolRequestParams, CallToolResult, JsonObject, RequestMetaObject};
 use secrecy::SecretString;
 use serde_json::Value;
@@ -15,17 +16,6 @@ use super::connection::Server;
 use super::error::HubError;
 use super::hub::ToolHub;
 use super::interaction::CallLink;
-
-/// The `_meta` key naming the end user a call is made for (audit only).
-const END_USER_META: &str = "maitred/endUserId";
-/// The `_meta` key naming the gateway's tool call: the server's audit records it, and
-/// the transport finds the call's person by it.
-pub(super) const TOOL_CALL_META: &str = "maitred/toolCallId";
-/// The `_meta` key carrying the idempotency key of a call of a tool that writes: the
-/// server passes it on (maitred's MCP server as the backend's `Idempotency-Key`), so
-/// the same call sent twice acts once. A reverse-DNS prefix, as the MCP spec asks
-/// of `_meta` keys since 2025-11-25.
-pub const IDEMPOTENCY_KEY_META: &str = "io.maitred/idempotencyKey";
 
 /// The idempotency key of one call: minted by the gateway, never by the model, from
 /// the answer and the gateway's id for the call (stored with the call), so it is the
@@ -156,10 +146,13 @@ impl ToolHub {
             }
         };
         let mut meta = RequestMetaObject::default();
-        meta.insert(END_USER_META.to_owned(), Value::from(context.end_user));
-        meta.insert(TOOL_CALL_META.to_owned(), Value::from(context.tool_call_id));
+        meta.insert(meta::END_USER.to_owned(), Value::from(context.end_user));
+        meta.insert(
+            meta::TOOL_CALL.to_owned(),
+            Value::from(context.tool_call_id),
+        );
         if let Some(key) = context.idempotency_key {
-            meta.insert(IDEMPOTENCY_KEY_META.to_owned(), Value::from(key));
+            meta.insert(meta::IDEMPOTENCY_KEY.to_owned(), Value::from(key));
         }
         // One question is one trace: the MCP server continues it (SEP-414).
         meta.set_traceparent(context.traceparent);

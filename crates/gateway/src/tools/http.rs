@@ -21,7 +21,6 @@ use sse_stream::{Error as SseError, Sse};
 
 use secrecy::{ExposeSecret, SecretString};
 
-use super::call::TOOL_CALL_META;
 use super::credentials::Credentials;
 use maitred_core::delegation::ExchangeError;
 
@@ -115,7 +114,12 @@ impl AuthedHttp {
         let ClientRequest::CallToolRequest(call) = &request.request else {
             return None;
         };
-        let id = call.params.meta.as_ref()?.get(TOOL_CALL_META)?.as_str()?;
+        let id = call
+            .params
+            .meta
+            .as_ref()?
+            .get(maitred_protocol::meta::TOOL_CALL)?
+            .as_str()?;
         self.people.of(id)
     }
 }

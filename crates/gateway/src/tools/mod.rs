@@ -17,7 +17,7 @@ pub mod policy;
 mod request;
 mod routes;
 
-pub use call::{CallContext, CallOutcome, IDEMPOTENCY_KEY_META, idempotency_key};
+pub use call::{CallContext, CallOutcome, idempotency_key};
 pub(crate) use catalogue::humanize;
 pub use catalogue::{Catalogue, InvalidArguments, RegisteredTool};
 pub use error::HubError;
