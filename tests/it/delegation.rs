@@ -14,7 +14,7 @@ use rmcp::model::{
     CallToolRequestParams, ReadResourceRequestParams, RequestMetaObject, ResourceContents,
 };
 
-use crate::helpers::{Database, Llm, SseEvent, TestApp, of};
+use crate::helpers::{Database, Llm, TestApp, of};
 use crate::mcp::{MODERN, call, connect, initialize, open_day, post, text};
 use crate::on_both_databases;
 use crate::token_exchange::{exchange_as, person_tokens, signed};
@@ -298,24 +298,6 @@ fn booking_call(id: &str, guest: &str) -> ToolCallSpec {
     )
 }
 
-/// Asks, approves the write the model asks for, and returns the answer's events.
-async fn ask_and_approve(app: &TestApp, token: &str, question: &str) -> Vec<SseEvent> {
-    let mut stream = app.ask(token, question, None).await;
-    let mut events = stream.until("approval_required").await;
-    let approval = events.last().unwrap().data.clone();
-    let id = approval["id"].as_str().unwrap();
-    let approved = app
-        .gateway_post(
-            &format!("/api/v1/resos/chat/approvals/{id}"),
-            token,
-            &json!({ "approve": true }),
-        )
-        .await;
-    assert_eq!(approved.status(), 200);
-    events.extend(stream.rest().await);
-    events
-}
-
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_booking_asked_for_in_the_chat_is_made_as_the_person() {
     let script = Script::new([
@@ -337,7 +319,7 @@ async fn a_booking_asked_for_in_the_chat_is_made_as_the_person() {
     .await;
 
     let operator = chat_token_of(&app, "operator").await;
-    let events = ask_and_approve(&app, &operator, "Book Dora in").await;
+    let events = app.ask_and_approve(&operator, "Book Dora in").await;
     let result = &of(&events, "tool_result")[0];
     assert_eq!(result["status"], "ok", "{events:?}");
     let admin = backend_token_of(&app, "admin").await;
@@ -364,7 +346,7 @@ async fn a_booking_asked_for_in_the_chat_is_made_as_the_person() {
 
     // A USER, past the opened gateway policy: the backend itself refuses.
     let user = chat_token_of(&app, "user").await;
-    let events = ask_and_approve(&app, &user, "Book Rita in").await;
+    let events = app.ask_and_approve(&user, "Book Rita in").await;
     let result = &of(&events, "tool_result")[0];
     assert_eq!(result["status"], "error", "{events:?}");
     assert!(

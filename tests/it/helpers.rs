@@ -485,6 +485,24 @@ pub(crate) fn answer(events: &[SseEvent]) -> String {
 
 impl TestApp {
     /// `POST /stream/chat` with a bearer token.
+    /// Asks, approves the write the model asks for, and returns the answer's events.
+    pub(crate) async fn ask_and_approve(&self, token: &str, question: &str) -> Vec<SseEvent> {
+        let mut stream = self.ask(token, question, None).await;
+        let mut events = stream.until("approval_required").await;
+        let approval = events.last().unwrap().data.clone();
+        let id = approval["id"].as_str().unwrap();
+        let approved = self
+            .gateway_post(
+                &format!("/api/v1/resos/chat/approvals/{id}"),
+                token,
+                &serde_json::json!({ "approve": true }),
+            )
+            .await;
+        assert_eq!(approved.status(), 200);
+        events.extend(stream.rest().await);
+        events
+    }
+
     pub(crate) async fn ask(
         &self,
         token: &str,

@@ -16,7 +16,7 @@ use rmcp::model::{CallToolRequestParams, CallToolResult, RequestMetaObject};
 use serde_json::{Value, json};
 use sha2::{Digest, Sha256};
 
-use crate::helpers::{Database, Llm, SseEvent, TestApp, of, serve};
+use crate::helpers::{Database, Llm, TestApp, of, serve};
 use crate::mcp::{Client, MODERN, connect, open_day, text};
 use crate::on_both_databases;
 
@@ -116,26 +116,6 @@ fn expected_key(message: &str, call: &str) -> String {
     format!("mtd-{}", &hex::encode(digest)[..32])
 }
 
-/// Asks, approves the write the model asks for, and returns the answer's events.
-async fn ask_and_approve(app: &TestApp, token: &str, question: &str) -> Vec<SseEvent> {
-    let mut stream = app.ask(token, question, None).await;
-    let mut events = stream.until("approval_required").await;
-    let id = events.last().unwrap().data["id"]
-        .as_str()
-        .unwrap()
-        .to_owned();
-    let approved = app
-        .gateway_post(
-            &format!("/api/v1/resos/chat/approvals/{id}"),
-            token,
-            &json!({ "approve": true }),
-        )
-        .await;
-    assert_eq!(approved.status(), 200);
-    events.extend(stream.rest().await);
-    events
-}
-
 async fn a_write_from_the_chat_carries_the_key_stored_with_its_call(database: &Database) {
     let guest = "Keyed Kim";
     let script = Script::new([
@@ -152,7 +132,7 @@ async fn a_write_from_the_chat_carries_the_key_stored_with_its_call(database: &D
     let app = spawn_behind(&proxy, database, Llm::Scripted(script)).await;
     let token = app.chat_token().await;
 
-    let events = ask_and_approve(&app, &token, "Book Kim in").await;
+    let events = app.ask_and_approve(&token, "Book Kim in").await;
     let results: Vec<&str> = of(&events, "tool_result")
         .iter()
         .map(|r| r["status"].as_str().unwrap())
