@@ -8,7 +8,7 @@ use std::time::Duration;
 use maitred::app::{App, Bound, Role};
 use maitred::db::Db;
 use maitred::identity::dev::DevCredentials;
-use maitred::settings::mcp_servers::{AuthConfig, ClientAuth, ServerConfig};
+use maitred::settings::mcp_servers::ServerConfig;
 use maitred::settings::{LlmSettings, Settings, sqlite_url};
 use maitred_scripted_llm::{Script, ScriptedLlm};
 use secrecy::SecretString;
@@ -126,26 +126,15 @@ pub(crate) enum Llm {
 /// then mark it read-only or point it elsewhere): its dev secret is made now.
 pub(crate) fn own_mcp_server(settings: &Settings, name: &str) -> ServerConfig {
     let credentials = DevCredentials::load_or_create(&settings.data_dir).expect("dev credentials");
+    let secret = credentials
+        .client_secret("maitred-gateway")
+        .map(SecretString::from)
+        .expect("a dev secret for maitred-gateway");
     ServerConfig {
         name: name.to_owned(),
         url: settings.mcp_resource(),
-        enabled: true,
-        read_only: false,
         timeout: Duration::from_secs(5),
-        auth: AuthConfig::TokenExchange(ClientAuth {
-            client_id: "maitred-gateway".into(),
-            client_secret: credentials
-                .client_secret("maitred-gateway")
-                .map(SecretString::from),
-            client_secret_env: None,
-            scopes: vec!["mcp.read".into(), "mcp.write".into()],
-            resource: Some(settings.mcp_resource()),
-            issuer: None,
-            token_url: None,
-        }),
-        trust_annotations: true,
-        read_only_tools: Vec::new(),
-        require_approval: Vec::new(),
+        ..maitred::gateway::own_mcp_server(settings, secret)
     }
 }
 

@@ -111,7 +111,13 @@ fn servers(settings: &Settings) -> anyhow::Result<Vec<ServerConfig>> {
             "the gateway needs MAITRED_GATEWAY_CLIENT_SECRET (its secret for the MCP server), or an MCP servers file"
         ),
     };
-    Ok(vec![ServerConfig {
+    Ok(vec![own_mcp_server(settings, secret)])
+}
+
+/// maitred's own MCP role as the gateway reaches it, with `secret` as the gateway's
+/// client secret at the issuer.
+pub fn own_mcp_server(settings: &Settings, secret: SecretString) -> ServerConfig {
+    ServerConfig {
         name: "resos".to_owned(),
         url: settings
             .gateway
@@ -136,7 +142,7 @@ fn servers(settings: &Settings) -> anyhow::Result<Vec<ServerConfig>> {
         trust_annotations: true,
         read_only_tools: Vec::new(),
         require_approval: Vec::new(),
-    }])
+    }
 }
 
 /// The configured model, or the offline one (a build without the `offline-model`
