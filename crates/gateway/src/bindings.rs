@@ -9,7 +9,7 @@ use super::chat::store::ConversationSummary;
 use super::chat::views::{ConversationView, PartView, ToolCallView};
 use maitred_protocol::events::{
     ApprovalRequiredEvent, ChatEvent, DoneEvent, ErrorEvent, Finish, InputAction, InputMode,
-    InputRequiredEvent, InputResolvedEvent, MetaEvent, TokenEvent, ToolCallEvent,
+    InputRequiredEvent, InputResolvedEvent, MetaEvent, ResumedEvent, TokenEvent, ToolCallEvent,
     ToolProgressEvent, ToolResultEvent, UsageEvent,
 };
 use maitred_protocol::ids::{
@@ -42,6 +42,7 @@ fn declarations() -> Vec<String> {
         ToolResultEvent::decl(&cfg),
         UsageEvent::decl(&cfg),
         ErrorEvent::decl(&cfg),
+        ResumedEvent::decl(&cfg),
         Finish::decl(&cfg),
         DoneEvent::decl(&cfg),
         ChatEvent::decl(&cfg),

@@ -180,6 +180,19 @@ pub struct ErrorEvent {
     pub message: String,
 }
 
+/// The answer goes on after the server running it stopped: another replica (or the
+/// same process, restarted) took it over from what was stored. Text shown before it
+/// stays; a model turn that was streaming starts again after it, so the text that
+/// follows may not join it seamlessly.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[cfg_attr(feature = "ts", derive(ts_rs::TS))]
+pub struct ResumedEvent {
+    /// How many times this answer has been taken over, this one included.
+    pub attempt: u32,
+    /// A clear, user-safe note ("The server running this answer stopped; it goes on.").
+    pub message: String,
+}
+
 /// Always last.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 #[cfg_attr(feature = "ts", derive(ts_rs::TS))]
@@ -245,6 +258,8 @@ chat_events! {
     ToolResult(ToolResultEvent) => "tool_result",
     Usage(UsageEvent) => "usage",
     Error(ErrorEvent) => "error",
+    /// The answer was taken over after its server stopped, and goes on.
+    Resumed(ResumedEvent) => "resumed",
     /// Always last.
     Done(DoneEvent) => "done",
 }
@@ -334,6 +349,10 @@ mod tests {
             ChatEvent::Error(ErrorEvent {
                 code: "storage".into(),
                 message: "no".into(),
+            }),
+            ChatEvent::Resumed(ResumedEvent {
+                attempt: 1,
+                message: "goes on".into(),
             }),
             ChatEvent::Done(DoneEvent {
                 finish_reason: Finish::Stop,

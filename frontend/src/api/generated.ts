@@ -72,13 +72,23 @@ export type UsageEvent = { prompt_tokens: number, completion_tokens: number, tot
 
 export type ErrorEvent = { code: string, message: string, };
 
+export type ResumedEvent = { 
+/**
+ * How many times this answer has been taken over, this one included.
+ */
+attempt: number, 
+/**
+ * A clear, user-safe note ("The server running this answer stopped; it goes on.").
+ */
+message: string, };
+
 export type FinishReason = "stop" | "cancelled" | "max_iterations" | "error";
 
 export type DoneEvent = { finish_reason: FinishReason, };
 
-export type ChatEvent = { "type": "meta", "data": MetaEvent } | { "type": "token", "data": TokenEvent } | { "type": "tool_call", "data": ToolCallEvent } | { "type": "approval_required", "data": ApprovalRequiredEvent } | { "type": "input_required", "data": InputRequiredEvent } | { "type": "input_resolved", "data": InputResolvedEvent } | { "type": "tool_progress", "data": ToolProgressEvent } | { "type": "tool_result", "data": ToolResultEvent } | { "type": "usage", "data": UsageEvent } | { "type": "error", "data": ErrorEvent } | { "type": "done", "data": DoneEvent };
+export type ChatEvent = { "type": "meta", "data": MetaEvent } | { "type": "token", "data": TokenEvent } | { "type": "tool_call", "data": ToolCallEvent } | { "type": "approval_required", "data": ApprovalRequiredEvent } | { "type": "input_required", "data": InputRequiredEvent } | { "type": "input_resolved", "data": InputResolvedEvent } | { "type": "tool_progress", "data": ToolProgressEvent } | { "type": "tool_result", "data": ToolResultEvent } | { "type": "usage", "data": UsageEvent } | { "type": "error", "data": ErrorEvent } | { "type": "resumed", "data": ResumedEvent } | { "type": "done", "data": DoneEvent };
 
-export const CHAT_EVENT_NAMES: readonly ChatEvent["type"][] = ["meta", "token", "tool_call", "approval_required", "input_required", "input_resolved", "tool_progress", "tool_result", "usage", "error", "done"];
+export const CHAT_EVENT_NAMES: readonly ChatEvent["type"][] = ["meta", "token", "tool_call", "approval_required", "input_required", "input_resolved", "tool_progress", "tool_result", "usage", "error", "resumed", "done"];
 
 export type ConversationSummary = { id: ConversationId, title: string, created_at: string, updated_at: string, };
 

@@ -28,6 +28,7 @@ export type {
   InputRequiredEvent,
   InputResolvedEvent,
   MetaEvent,
+  ResumedEvent,
   StoredMessage,
   StoredToolCall,
   TokenEvent,

@@ -63,6 +63,15 @@ describe("applyEvent", () => {
     expect(answer.tools[0]?.actingAs).toBe("Ada Lovelace");
   });
 
+  it("marks an answer another server took over, and keeps its text", () => {
+    let answer = applyEvent(emptyAnswer(), { type: "token", data: { text: "Half a sen" } });
+    answer = applyEvent(answer, { type: "resumed", data: { attempt: 1, message: "It goes on." } });
+    answer = applyEvent(answer, { type: "token", data: { text: "tence." } });
+    expect(answer.resumed?.message).toBe("It goes on.");
+    expect(answer.text).toBe("Half a sentence.");
+    expect(answer.streaming).toBe(true);
+  });
+
   it("ends calls still open when the answer ends", () => {
     let answer = applyEvent(emptyAnswer(), {
       type: "tool_call",

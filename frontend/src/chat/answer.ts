@@ -8,6 +8,7 @@ import type {
   FinishReason,
   InputAction,
   InputMode,
+  ResumedEvent,
   StoredMessage,
   StoredToolCall,
   UsageEvent,
@@ -75,6 +76,8 @@ export interface Answer {
   streaming: boolean;
   finish: FinishReason | null;
   error: ErrorEvent | null;
+  /** Set when the server running the answer stopped and another took it over. */
+  resumed: ResumedEvent | null;
   usage: UsageEvent | null;
   /** Text after a tool call starts a new paragraph, as the stored rows do. */
   afterTool: boolean;
@@ -99,6 +102,7 @@ export function emptyAnswer(messageId: string | null = null): Answer {
     streaming: true,
     finish: null,
     error: null,
+    resumed: null,
     usage: null,
     afterTool: false,
     resolvedInputs: {},
@@ -265,6 +269,8 @@ export function applyEvent(answer: Answer, event: ChatEvent): Answer {
       return { ...answer, usage: event.data };
     case "error":
       return { ...answer, error: event.data };
+    case "resumed":
+      return { ...answer, resumed: event.data };
     case "done":
       return {
         ...answer,

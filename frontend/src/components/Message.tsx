@@ -43,6 +43,11 @@ export function AssistantMessage({
           over.
         </p>
       )}
+      {answer.resumed && (
+        <p className="message-note" data-testid="resumed-note">
+          {answer.resumed.message}
+        </p>
+      )}
       {answer.tools.length > 0 && (
         <div className="tool-list">
           {answer.tools.map((tool) => (

@@ -262,7 +262,9 @@ impl Translator {
             | ChatEvent::ApprovalRequired(_)
             | ChatEvent::InputRequired(_)
             | ChatEvent::InputResolved(_)
-            | ChatEvent::ToolProgress(_) => Vec::new(),
+            | ChatEvent::ToolProgress(_)
+            // Answers of this API are not taken over (nobody can come back to them).
+            | ChatEvent::Resumed(_) => Vec::new(),
         }
     }
 
