@@ -310,6 +310,11 @@ pub struct GatewayArgs {
     /// Most tokens the tool definitions may take (default: none; 2,000 for a small model).
     #[arg(long, env = "MAITRED_LLM_TOOL_BUDGET")]
     pub llm_tool_budget: Option<u32>,
+    /// Most estimated tokens one tool result may take in the model's prompt: long
+    /// lists are cut, saying how many items are not shown (default: none; 600 for a
+    /// small model).
+    #[arg(long, env = "MAITRED_LLM_RESULT_BUDGET")]
+    pub llm_result_budget: Option<u32>,
 
     /// Ask for a tool call on each question's first turn (tool_choice "required").
     #[arg(long, env = "MAITRED_LLM_REQUIRE_TOOL_CALL", default_value_t = false, action = clap::ArgAction::Set)]
@@ -377,6 +382,16 @@ pub struct GatewayArgs {
     /// another replica ends the answer of a replica that died.
     #[arg(long, env = "MAITRED_ANSWER_LEASE", default_value_t = Span(defaults::ANSWER_LEASE))]
     pub answer_lease: Span,
+
+    /// Go on with an answer whose server stopped (a replica that died, or this
+    /// process at its next start) from what was stored, instead of ending it as
+    /// interrupted.
+    #[arg(long, env = "MAITRED_RESUME_ANSWERS", default_value_t = true, action = clap::ArgAction::Set)]
+    pub resume_answers: bool,
+
+    /// How many times one answer may be taken over; past it, it ends as interrupted.
+    #[arg(long, env = "MAITRED_RESUME_MAX", default_value_t = defaults::RESUME_MAX)]
+    pub resume_max: u32,
 
     /// Serve the web UI from this folder (a `frontend/dist` build) instead of the
     /// copy embedded in the binary at compile time.

@@ -50,5 +50,7 @@ pub const STREAM_GRACE: Duration = Duration::from_secs(30);
 pub const SSE_KEEPALIVE: Duration = Duration::from_secs(15);
 pub const REDIS_PREFIX: &str = "maitred";
 pub const ANSWER_LEASE: Duration = Duration::from_secs(15);
+/// How many times one answer may be taken over after its server stopped.
+pub const RESUME_MAX: u32 = 3;
 /// The offline model's pause between text fragments, so streaming is visible.
 pub const OFFLINE_FRAGMENT_DELAY: Duration = Duration::from_millis(15);

@@ -166,6 +166,10 @@ pub struct GatewaySettings {
     pub redis: Option<RedisSettings>,
     /// How long a replica's claim on a running answer lasts unless renewed.
     pub answer_lease: Duration,
+    /// Whether an answer whose server stopped goes on (else: ends as interrupted).
+    pub resume_answers: bool,
+    /// How many times one answer may be taken over.
+    pub resume_max: u32,
 }
 
 /// The Redis (or Valkey) gateway replicas share their running answers through.
@@ -242,6 +246,8 @@ impl GatewaySettings {
             ui_dir: None,
             redis: None,
             answer_lease: defaults::ANSWER_LEASE,
+            resume_answers: true,
+            resume_max: defaults::RESUME_MAX,
         }
     }
 }

@@ -171,6 +171,7 @@ fn gateway_from(defaults: GatewaySettings, args: &GatewayArgs) -> anyhow::Result
                 small: args.llm_small,
                 context_window: args.llm_context_window,
                 tool_budget: args.llm_tool_budget,
+                result_budget: args.llm_result_budget,
                 require_tool_call: args.llm_require_tool_call,
                 first_token_timeout: args.llm_first_token_timeout.map(Into::into),
             },
@@ -213,6 +214,8 @@ fn gateway_from(defaults: GatewaySettings, args: &GatewayArgs) -> anyhow::Result
             Duration::from_secs(1),
             Duration::from_secs(3600),
         )?,
+        resume_answers: args.resume_answers,
+        resume_max: args.resume_max,
         mcp_url: optional_url(args.gateway_mcp_url.as_deref())?,
         mcp_client_secret: secret(args.gateway_client_secret.as_deref()),
         max_iterations: args.max_iterations,
@@ -318,6 +321,8 @@ mod tests {
         assert_eq!(parsed.gateway.max_iterations, built.gateway.max_iterations);
         assert_eq!(parsed.gateway.sse_keepalive, built.gateway.sse_keepalive);
         assert_eq!(parsed.gateway.answer_lease, built.gateway.answer_lease);
+        assert_eq!(parsed.gateway.resume_answers, built.gateway.resume_answers);
+        assert_eq!(parsed.gateway.resume_max, built.gateway.resume_max);
         assert_eq!(parsed.mcp.backend_timeout, built.mcp.backend_timeout);
         assert_eq!(parsed.backend.body_limit, built.backend.body_limit);
         assert_eq!(
