@@ -1,5 +1,6 @@
 //! `kill -9` of a real `maitred all` (one process, SQLite, no Redis) in the middle of
-//! an answer, and a restart: nothing is left `streaming`, the answer is interrupted
+//! an answer, and a restart, with taking answers over switched off (`resume.rs` has
+//! it on, the default): nothing is left `streaming`, the answer is interrupted
 //! and keeps every token the client was shown, and a viewer that comes back gets the
 //! rest of the answer's events, its end included.
 
@@ -26,6 +27,7 @@ async fn a_crash_mid_answer_loses_nothing_that_was_shown() {
     env.extend([
         ("MAITRED_LLM_BASE_URL", llm.base_url()),
         ("MAITRED_LLM_MODEL", "scripted".to_owned()),
+        ("MAITRED_RESUME_ANSWERS", "false".to_owned()),
     ]);
     let (backend, gateway) = (ports.backend_url(), ports.gateway_url());
     let ready = [backend.as_str(), gateway.as_str()];

@@ -45,6 +45,7 @@ mod process;
 mod proxy;
 mod replicas;
 mod restart;
+mod resume;
 mod security_gateway;
 mod security_hardening;
 mod security_identity;

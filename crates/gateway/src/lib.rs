@@ -221,6 +221,7 @@ pub async fn router(
         lease: settings.gateway.answer_lease,
         ..live::Timings::default()
     };
+    let mut left_open = None;
     let live: Live = match &settings.gateway.redis {
         Some(redis) => {
             live::redis::RedisLive::start(
@@ -246,24 +247,7 @@ pub async fn router(
                 tasks.clone(),
                 live_stop.clone(),
             )?;
-            // Answers a crash of this process left open are finished at start.
-            tasks.spawn({
-                let (memory, store) = (memory.clone(), store.clone());
-                async move {
-                    match memory.recover(&store).await {
-                        Ok(0) => {}
-                        Ok(n) => {
-                            tracing::warn!(
-                                answers = n,
-                                "finished the answers the last run left open"
-                            );
-                        }
-                        Err(error) => {
-                            tracing::error!(%error, "finishing the answers the last run left open");
-                        }
-                    }
-                }
-            });
+            left_open = Some(memory.clone());
             memory
         }
     };
@@ -300,6 +284,34 @@ pub async fn router(
         },
         metrics: gateway_metrics.clone(),
     });
+    live.resume_with(Arc::new(chat::resume::Resumer::new(
+        answerer.clone(),
+        store.clone(),
+        gateway_metrics.clone(),
+        tasks.clone(),
+        chat::resume::Resuming {
+            enabled: gateway.resume_answers,
+            max: gateway.resume_max,
+            context_budget: gateway.context_budget,
+        },
+    )));
+    // Without Redis, the answers a crash of this process left open are taken over
+    // (or ended) before it serves: a viewer who comes back finds them going on.
+    if let Some(memory) = left_open {
+        match memory.recover(&store).await {
+            Ok((0, 0)) => {}
+            Ok((resumed, ended)) => {
+                tracing::warn!(
+                    resumed,
+                    ended,
+                    "took over the answers the last run left open"
+                );
+            }
+            Err(error) => {
+                tracing::error!(%error, "taking over the answers the last run left open");
+            }
+        }
+    }
     let sessions = Arc::new(Sessions::new(
         db.clone(),
         http,

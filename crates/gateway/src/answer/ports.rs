@@ -10,7 +10,7 @@ use serde_json::Value;
 use tokio_util::sync::CancellationToken;
 
 use crate::tools::{CallContext, CallOutcome, Catalogue, InputReply, RegisteredTool};
-use maitred_llm::{ToolCall, Usage};
+use maitred_llm::{Message, ToolCall, Usage};
 use maitred_protocol::events::{ChatEvent, InputMode};
 use maitred_protocol::ids::{
     CallStatus, ConversationId, InputId, MessageId, MessageStatus, PartId, Subject, ToolCallId,
@@ -126,6 +126,55 @@ pub struct ApprovalRequest<'a> {
     pub arguments: &'a Value,
 }
 
+/// A tool call as it was stored before its answer was taken over.
+#[derive(Debug, Clone)]
+pub struct StoredCall {
+    pub id: ToolCallId,
+    pub status: CallStatus,
+    /// The key it was sent with, for a tool that writes.
+    pub idempotency_key: Option<String>,
+}
+
+/// Where an answer stood when its server stopped, read from what was stored.
+#[derive(Debug, Clone)]
+pub struct Resumption {
+    /// The conversation as the model saw it, without the system prompt: the earlier
+    /// history, the question, and the answer's stored turns and tool results.
+    pub messages: Vec<Message>,
+    pub tail: Tail,
+}
+
+/// What the answer was doing.
+#[derive(Debug, Clone)]
+pub enum Tail {
+    /// Its model had answered without calling a tool: only its end was missing.
+    Answered,
+    /// The model is asked (again). `cut`: its last turn was streaming, and its text
+    /// (the last message) is what was shown of it.
+    Ask { cut: bool },
+    /// The last turn's calls without a stored result are finished first, in order.
+    Calls { turn: PartId, pending: Vec<Pending> },
+}
+
+/// A call of the last turn whose result was not stored.
+#[derive(Debug, Clone)]
+pub struct Pending {
+    /// As the model asked for it.
+    pub call: ToolCall,
+    /// As it was stored when it started; `None`: it had not started.
+    pub stored: Option<StoredCall>,
+}
+
+/// Where an approval asked before a takeover stands.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Asked {
+    /// It was never asked.
+    Never,
+    /// It waits for the person.
+    Waiting,
+    Decided(Verdict),
+}
+
 /// How an approval ended.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Verdict {
@@ -146,6 +195,8 @@ pub trait Approver: Send + Sync {
     /// Records the request and starts listening for the answer; returns when it
     /// expires. Only then may the request be shown, or a quick answer finds nothing.
     async fn open(&self, request: &ApprovalRequest<'_>) -> StoreResult<String>;
+    /// Where the approval of call `id` stands, for a call sent again after a takeover.
+    async fn asked(&self, id: &ToolCallId) -> StoreResult<Asked>;
     /// Waits for the owner's decision, the timeout or `cancel`.
     async fn wait(
         &self,

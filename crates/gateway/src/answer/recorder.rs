@@ -17,7 +17,7 @@ use crate::metrics::{ErrorCodeLabels, FinishLabels, GatewayMetrics, TokenKindLab
 use maitred_llm::{ToolCall, Usage};
 use maitred_protocol::events::{
     ApprovalRequiredEvent, ChatEvent, DoneEvent, ErrorEvent, Finish, InputAction,
-    InputRequiredEvent, InputResolvedEvent, MetaEvent, TokenEvent, ToolCallEvent,
+    InputRequiredEvent, InputResolvedEvent, MetaEvent, ResumedEvent, TokenEvent, ToolCallEvent,
     ToolProgressEvent, ToolResultEvent, UsageEvent,
 };
 use maitred_protocol::ids::{CallStatus, InputId, MessageStatus, PartId, ToolCallId};
@@ -240,6 +240,23 @@ impl Recorder {
         self.ready().await?;
         self.store.call_started(&self.answer, call).await?;
         Ok(started)
+    }
+
+    /// A call stored before the answer was taken over, sent again: it keeps its id
+    /// (and its viewers' card), and nothing about its start is shown or stored again.
+    pub fn call_again(&self, id: &ToolCallId, server: &str, tool: &str) -> StartedCall {
+        StartedCall {
+            id: id.clone(),
+            at: Instant::now(),
+            server: server.to_owned(),
+            tool: tool.to_owned(),
+        }
+    }
+
+    /// The answer was taken over after its server stopped, and goes on.
+    pub async fn resumed(&self, attempt: u32, message: String) -> StoreResult<()> {
+        self.emit(ChatEvent::Resumed(ResumedEvent { attempt, message }))
+            .await
     }
 
     pub async fn approval_required(

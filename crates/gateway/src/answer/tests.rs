@@ -307,6 +307,13 @@ impl Approver for Decided {
         Ok("2026-11-24T12:00:00Z".to_owned())
     }
 
+    async fn asked(
+        &self,
+        _id: &maitred_protocol::ids::ToolCallId,
+    ) -> StoreResult<super::ports::Asked> {
+        Ok(super::ports::Asked::Never)
+    }
+
     async fn wait(
         &self,
         _request: &ApprovalRequest<'_>,

@@ -14,7 +14,7 @@ use serde_json::Value;
 use tokio_util::sync::CancellationToken;
 
 use super::pending::{self, Unanswered};
-use crate::answer::ports::{ApprovalRequest, Approver, StoreResult, Verdict};
+use crate::answer::ports::{ApprovalRequest, Approver, Asked, StoreResult, Verdict};
 use crate::error::GatewayError;
 use crate::live::Live;
 use maitred_core::db::{Db, canonical, canonical_now};
@@ -177,6 +177,22 @@ impl Approver for Approvals {
         let expires_at = canonical(chrono::Utc::now() + self.timeout);
         self.record(request, "pending", &expires_at).await?;
         Ok(expires_at)
+    }
+
+    async fn asked(&self, id: &ToolCallId) -> StoreResult<Asked> {
+        let status: Option<(String,)> =
+            sqlx::query_as("SELECT status FROM approvals WHERE id = $1")
+                .bind(id)
+                .fetch_optional(self.db.pool())
+                .await?;
+        Ok(match status.as_ref().map(|(s,)| s.as_str()) {
+            None => Asked::Never,
+            Some("pending") => Asked::Waiting,
+            Some("approved" | "remembered") => Asked::Decided(Verdict::Approved),
+            Some("denied") => Asked::Decided(Verdict::Denied),
+            Some("expired") => Asked::Decided(Verdict::Expired),
+            Some(_) => Asked::Decided(Verdict::Cancelled),
+        })
     }
 
     async fn wait(

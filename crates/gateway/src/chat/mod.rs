@@ -6,6 +6,7 @@ pub mod approvals;
 mod input_form;
 pub mod inputs;
 mod pending;
+pub mod resume;
 pub mod start;
 pub mod store;
 pub(crate) mod views;

@@ -77,10 +77,19 @@ pub async fn start(state: &GatewayState, new: NewAnswer) -> Result<Started, Gate
         .ok_or_else(|| GatewayError::Internal(anyhow::anyhow!("a new answer has no log")))?;
     // The question is stored beside the model's first request, in order before any
     // part of the answer.
+    // Beside it, who asked: a replica that takes the answer over after a crash goes
+    // on as them (only a person watching can come back to a taken-over answer).
     let question_stored = state.tasks.spawn({
         let (store, answer, text) = (state.store.clone(), answer.clone(), question.clone());
         let new = continued.is_none();
-        async move { store.save_question(&answer, new, &text).await }
+        let asker = (asking == Asking::Person).then(|| user.clone());
+        async move {
+            store.save_question(&answer, new, &text).await?;
+            match asker {
+                Some(user) => store.save_asker(&answer, &user).await,
+                None => Ok(()),
+            }
+        }
     });
     let recorder = Recorder::new(
         answer.clone(),
@@ -96,7 +105,7 @@ pub async fn start(state: &GatewayState, new: NewAnswer) -> Result<Started, Gate
         .map_err(|e| GatewayError::Internal(e.0))?;
     let message_id = answer.message.clone();
     tracing::info!(%message_id, subject = ?user.subject, "question received");
-    let answerer = state.answerer.clone();
+    let (answerer, store) = (state.answerer.clone(), state.store.clone());
     // The answer outlives the request, and its logs keep the request's trace.
     let span = tracing::info_span!(
         "generation",
@@ -112,6 +121,11 @@ pub async fn start(state: &GatewayState, new: NewAnswer) -> Result<Started, Gate
                 asking,
             };
             answerer.run(&answer, history, question).await;
+            if asking == Asking::Person
+                && let Err(error) = store.forget_asker(&message_id).await
+            {
+                tracing::warn!(%error, "forgetting who asked a finished answer");
+            }
         }
         .instrument(span),
     );

@@ -6,7 +6,10 @@ use async_trait::async_trait;
 use serde::Serialize;
 use sqlx::FromRow;
 
+use secrecy::{ExposeSecret, SecretString};
+
 use crate::answer::ports::{AnswerRef, AnswerStore, NewCall, StoreError, StoreResult, TurnRecord};
+use crate::auth::{ChatUser, Via};
 use crate::error::GatewayError;
 use maitred_core::db::{Db, canonical_now, is_unique_violation};
 use maitred_llm::{Message, ToolCall, Usage};
@@ -55,6 +58,35 @@ pub struct StoredToolCall {
     pub duration_ms: Option<i64>,
     pub summary: Option<String>,
     pub created_at: String,
+}
+
+/// A stored part with its place in the conversation.
+#[derive(Debug, Clone, FromRow)]
+struct SeqPart {
+    seq: i64,
+    #[sqlx(flatten)]
+    part: StoredPart,
+}
+
+/// A tool call as it was stored, for a takeover of its answer.
+#[derive(Debug, Clone, FromRow)]
+pub struct CallRecord {
+    pub id: ToolCallId,
+    pub turn_id: PartId,
+    pub model_call_id: String,
+    pub status: CallStatus,
+    pub idempotency_key: Option<String>,
+}
+
+/// Who asked an answer, as kept for its takeover.
+#[derive(FromRow)]
+struct AskerRow {
+    name: Option<String>,
+    email: Option<String>,
+    roles: String,
+    via: String,
+    credential: Option<String>,
+    resumes: i64,
 }
 
 /// A new part at the end of a conversation.
@@ -182,11 +214,22 @@ impl Store {
         conversation: &ConversationId,
         budget: usize,
     ) -> Result<Vec<Message>, GatewayError> {
+        Ok(self.history_before(conversation, i64::MAX, budget).await?)
+    }
+
+    /// The same, from the parts before the conversation's part `seq`.
+    pub async fn history_before(
+        &self,
+        conversation: &ConversationId,
+        seq: i64,
+        budget: usize,
+    ) -> Result<Vec<Message>, sqlx::Error> {
         let rows: Vec<StoredPart> = sqlx::query_as(
             "SELECT id, message_id, role, content, tool_calls, tool_call_id, status, model, created_at \
-             FROM chat_messages WHERE conversation_id = $1 ORDER BY seq DESC LIMIT 500",
+             FROM chat_messages WHERE conversation_id = $1 AND seq < $2 ORDER BY seq DESC LIMIT 500",
         )
         .bind(conversation)
+        .bind(seq)
         .fetch_all(self.db.pool())
         .await?;
         let mut kept = Vec::new();
@@ -272,6 +315,28 @@ impl Store {
         answer: &AnswerRef,
         shown: &str,
     ) -> Result<(), sqlx::Error> {
+        self.keep_shown(answer, shown).await?;
+        sqlx::query(
+            "UPDATE approvals SET status = 'cancelled', decided_at = $1 WHERE status = 'pending' \
+             AND id IN (SELECT id FROM tool_calls WHERE message_id = $2)",
+        )
+        .bind(canonical_now())
+        .bind(&answer.message)
+        .execute(self.db.pool())
+        .await?;
+        sqlx::query("UPDATE tool_calls SET status = $1 WHERE message_id = $2 AND status = $3")
+            .bind(CallStatus::Interrupted)
+            .bind(&answer.message)
+            .bind(CallStatus::Running)
+            .execute(self.db.pool())
+            .await?;
+        Ok(())
+    }
+
+    /// After its replica died: the answer keeps every token that was `shown`, and the
+    /// model turn that was streaming ends there, as interrupted. Its calls and
+    /// approvals stay as they were (a takeover goes on with them).
+    pub async fn keep_shown(&self, answer: &AnswerRef, shown: &str) -> Result<(), sqlx::Error> {
         let parts: Vec<(PartId, Option<String>, MessageStatus)> = sqlx::query_as(
             "SELECT id, content, status FROM chat_messages WHERE message_id = $1 AND role = $2 ORDER BY seq",
         )
@@ -333,20 +398,130 @@ impl Store {
             .bind(MessageStatus::Streaming)
             .execute(self.db.pool())
             .await?;
+        Ok(())
+    }
+
+    /// Keeps who asked `answer`, for a takeover of it (see `answer_askers`).
+    pub async fn save_asker(&self, answer: &AnswerRef, user: &ChatUser) -> StoreResult<()> {
+        let roles = serde_json::to_string(&user.roles).map_err(|e| StoreError(e.into()))?;
+        let via = match user.via {
+            Via::Bearer => "bearer",
+            Via::Session => "session",
+        };
         sqlx::query(
-            "UPDATE approvals SET status = 'cancelled', decided_at = $1 WHERE status = 'pending' \
-             AND id IN (SELECT id FROM tool_calls WHERE message_id = $2)",
+            "INSERT INTO answer_askers (message_id, owner, name, email, roles, via, credential, resumes, created_at) \
+             VALUES ($1, $2, $3, $4, $5, $6, $7, 0, $8)",
         )
-        .bind(canonical_now())
         .bind(&answer.message)
+        .bind(&answer.owner)
+        .bind(&user.name)
+        .bind(&user.email)
+        .bind(roles)
+        .bind(via)
+        .bind(user.credential.as_ref().map(|c| c.expose_secret().to_owned()))
+        .bind(canonical_now())
         .execute(self.db.pool())
         .await?;
-        sqlx::query("UPDATE tool_calls SET status = $1 WHERE message_id = $2 AND status = $3")
-            .bind(CallStatus::Interrupted)
-            .bind(&answer.message)
-            .bind(CallStatus::Running)
+        Ok(())
+    }
+
+    /// Who asked `answer`, if it can be taken over (an answer of the chat API,
+    /// still running), with one more takeover counted; `None` when it has none, or
+    /// when it has had `max` already.
+    pub async fn take_over(
+        &self,
+        answer: &AnswerRef,
+        max: u32,
+    ) -> Result<Option<(ChatUser, u32)>, sqlx::Error> {
+        let counted = sqlx::query(
+            "UPDATE answer_askers SET resumes = resumes + 1 WHERE message_id = $1 AND owner = $2 AND resumes < $3",
+        )
+        .bind(&answer.message)
+        .bind(&answer.owner)
+        .bind(i64::from(max))
+        .execute(self.db.pool())
+        .await?;
+        if counted.rows_affected() != 1 {
+            return Ok(None);
+        }
+        let row: Option<AskerRow> = sqlx::query_as(
+            "SELECT name, email, roles, via, credential, resumes FROM answer_askers WHERE message_id = $1",
+        )
+        .bind(&answer.message)
+        .fetch_optional(self.db.pool())
+        .await?;
+        Ok(row.map(
+            |AskerRow {
+                 name,
+                 email,
+                 roles,
+                 via,
+                 credential,
+                 resumes,
+             }| {
+                let user = ChatUser {
+                    subject: answer.owner.clone(),
+                    name,
+                    email,
+                    roles: serde_json::from_str(&roles).unwrap_or_default(),
+                    via: if via == "session" {
+                        Via::Session
+                    } else {
+                        Via::Bearer
+                    },
+                    credential: credential.map(SecretString::from),
+                };
+                (user, u32::try_from(resumes).unwrap_or(u32::MAX))
+            },
+        ))
+    }
+
+    /// The answer has ended: who asked it (and their token) is not kept.
+    pub async fn forget_asker(&self, message: &MessageId) -> Result<(), sqlx::Error> {
+        sqlx::query("DELETE FROM answer_askers WHERE message_id = $1")
+            .bind(message)
             .execute(self.db.pool())
             .await?;
+        Ok(())
+    }
+
+    /// The stored parts of one answer, in order, each with its place in the
+    /// conversation.
+    pub async fn answer_parts(
+        &self,
+        message: &MessageId,
+    ) -> Result<Vec<(i64, StoredPart)>, sqlx::Error> {
+        let rows: Vec<SeqPart> = sqlx::query_as(
+            "SELECT seq, id, message_id, role, content, tool_calls, tool_call_id, status, model, created_at \
+             FROM chat_messages WHERE message_id = $1 ORDER BY seq",
+        )
+        .bind(message)
+        .fetch_all(self.db.pool())
+        .await?;
+        Ok(rows.into_iter().map(|r| (r.seq, r.part)).collect())
+    }
+
+    /// The tool calls of one answer as they were stored.
+    pub async fn answer_calls(&self, message: &MessageId) -> Result<Vec<CallRecord>, sqlx::Error> {
+        sqlx::query_as(
+            "SELECT id, turn_id, model_call_id, status, idempotency_key FROM tool_calls WHERE message_id = $1 ORDER BY created_at, id",
+        )
+        .bind(message)
+        .fetch_all(self.db.pool())
+        .await
+    }
+
+    /// A tool's requests for input the answer left open are cancelled: nobody may
+    /// answer them now (a call that runs again asks again).
+    pub async fn cancel_inputs(&self, message: &MessageId) -> Result<(), sqlx::Error> {
+        sqlx::query(
+            "UPDATE tool_inputs SET status = 'cancelled', decided_at = $1 \
+             WHERE message_id = $2 AND status = 'pending'",
+        )
+        .bind(canonical_now())
+        .bind(message)
+        .execute(self.db.pool())
+        .await?;
         Ok(())
     }
 

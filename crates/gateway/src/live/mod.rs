@@ -35,6 +35,7 @@ pub use maitred_llm::limits::{LocalModelLimits, ModelLimits, ModelPermit};
 pub use running::Running;
 
 use crate::answer::ports::AnswerRef;
+use crate::chat::resume::Resumer;
 use crate::error::GatewayError;
 use maitred_protocol::ids::{MessageId, Subject};
 
@@ -146,6 +147,11 @@ pub trait LiveState: Send + Sync {
 
     /// The limits of each model, shared by the replicas.
     fn models(&self) -> Arc<dyn ModelLimits>;
+
+    /// From now on, answers whose server stopped are offered to `resumer` to go on
+    /// here before they are ended as interrupted. Until this is called, a replica
+    /// takes over nothing (it is still starting).
+    fn resume_with(&self, resumer: Arc<Resumer>);
 }
 
 /// The live state the gateway runs with.

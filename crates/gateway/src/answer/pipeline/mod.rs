@@ -9,7 +9,10 @@
 
 mod interact;
 mod permission;
+mod resume;
 pub(super) mod summarise;
+
+use std::sync::Arc;
 
 use serde_json::Value;
 
@@ -22,7 +25,7 @@ use crate::tools::{
 use maitred_llm::ToolCall;
 use maitred_protocol::ids::{CallStatus, PartId, ToolCallId};
 
-use super::ports::StoreResult;
+use super::ports::{StoreResult, StoredCall};
 
 impl Answerer {
     /// The turn's calls, concurrently; what the model is told of each, in order.
@@ -51,7 +54,7 @@ impl Answerer {
             .map_err(Stop::from)
     }
 
-    async fn call(
+    pub(super) async fn call(
         &self,
         answer: &Answer<'_>,
         catalogue: &Catalogue,
@@ -97,7 +100,86 @@ impl Answerer {
         let started = recorder
             .call_started(turn, &call.id, &shown, true, key.as_deref())
             .await?;
+        let sending = Sending {
+            tool,
+            shown: &shown,
+            started,
+            arguments,
+            key: key.as_deref(),
+            budget_spent,
+            again: false,
+        };
+        self.send(answer, sending).await
+    }
 
+    /// A call of the turn that was running when the answer's server stopped, stored
+    /// as `stored`: sent again with its id and idempotency key (a write the server
+    /// had made is not made twice), its approval as it stood (given: still given;
+    /// waiting: waited for; never asked: asked).
+    pub(super) async fn call_again(
+        &self,
+        answer: &Answer<'_>,
+        catalogue: &Catalogue,
+        call: &ToolCall,
+        stored: &StoredCall,
+    ) -> StoreResult<String> {
+        let recorder = answer.recorder;
+        let arguments = parse_arguments(&call.arguments);
+        let Some(tool) = catalogue.find(&call.name) else {
+            let started = recorder.call_again(&stored.id, "", "unknown");
+            recorder
+                .call_finished(started, CallStatus::Error, "unknown tool")
+                .await?;
+            return Ok(format!(
+                "Error: there is no tool named {} (any more). Nothing was done.",
+                call.name
+            ));
+        };
+        let shown_arguments = arguments
+            .clone()
+            .unwrap_or_else(|_| Value::String(call.arguments.clone()));
+        let shown = ShownCall {
+            id: stored.id.clone(),
+            server: tool.server.clone(),
+            tool: tool.tool.clone(),
+            title: summarise::title(&tool.title, &shown_arguments),
+            arguments: shown_arguments,
+            acting_as: if tool.as_person {
+                answer.user.name.clone()
+            } else {
+                None
+            },
+        };
+        // Calls stored before keys were have none: the key is derived the same way.
+        let key = stored.idempotency_key.clone().or_else(|| {
+            (!tool.read_only).then(|| idempotency_key(&recorder.answer().message, &stored.id))
+        });
+        let started = recorder.call_again(&stored.id, &tool.server, &tool.tool);
+        let sending = Sending {
+            tool,
+            shown: &shown,
+            started,
+            arguments,
+            key: key.as_deref(),
+            budget_spent: None,
+            again: true,
+        };
+        self.send(answer, sending).await
+    }
+
+    /// The rest of the pipeline for a call that has started: permission, arguments,
+    /// approval, the call itself, its summary.
+    async fn send(&self, answer: &Answer<'_>, sending: Sending<'_>) -> StoreResult<String> {
+        let Sending {
+            tool,
+            shown,
+            started,
+            arguments,
+            key,
+            budget_spent,
+            again,
+        } = sending;
+        let recorder = answer.recorder;
         if let Err(reason) = permission::allowed(&self.policy, answer, &tool, budget_spent) {
             recorder
                 .call_finished(started, CallStatus::Denied, &reason.to_string())
@@ -111,7 +193,12 @@ impl Answerer {
             Err(problem) => return refused(answer, started, &tool, &problem.to_string()).await,
         };
         if tool.needs_approval {
-            let verdict = permission::approved(self.approvals.as_ref(), answer, &shown).await?;
+            let approvals = self.approvals.as_ref();
+            let verdict = if again {
+                permission::approved_again(approvals, answer, shown).await?
+            } else {
+                permission::approved(approvals, answer, shown).await?
+            };
             if let Err(refusal) = verdict {
                 recorder
                     .call_finished(started, CallStatus::Denied, refusal.summary())
@@ -125,19 +212,30 @@ impl Answerer {
             end_user: answer.user.subject.as_str(),
             person: answer.user.credential.as_ref(),
             tool_call_id: shown.id.as_str(),
-            idempotency_key: key.as_deref(),
+            idempotency_key: key,
             traceparent: &traceparent,
             link: &link,
         };
         let call = self.tools.call(&tool, arguments, context);
-        let outcome =
-            interact::converse(answer, self.inputs.as_ref(), &shown, call, events).await?;
+        let outcome = interact::converse(answer, self.inputs.as_ref(), shown, call, events).await?;
         let summarised = summarise::outcome(outcome, self.limits.tool_output_cap);
         recorder
             .call_finished(started, summarised.status, &summarised.summary)
             .await?;
         Ok(summarised.text)
     }
+}
+
+/// A call on its way through the pipeline, once it has started.
+struct Sending<'a> {
+    tool: Arc<RegisteredTool>,
+    shown: &'a ShownCall,
+    started: StartedCall,
+    arguments: Result<Value, BadArguments>,
+    key: Option<&'a str>,
+    budget_spent: Option<usize>,
+    /// Sent again after a takeover (its approval may have been asked already).
+    again: bool,
 }
 
 /// Arguments the model wrote that cannot be used.

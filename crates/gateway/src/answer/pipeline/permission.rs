@@ -2,7 +2,7 @@
 //! policy first, then, for a call that changes data (or that the operator put behind
 //! approval), the person's own yes.
 
-use super::super::ports::{ApprovalRequest, Approver, StoreResult, Verdict};
+use super::super::ports::{ApprovalRequest, Approver, Asked, StoreResult, Verdict};
 use super::super::recorder::ShownCall;
 use super::super::{Answer, Asking};
 use crate::tools::RegisteredTool;
@@ -87,10 +87,42 @@ pub(super) async fn approved(
     let verdict = approver
         .wait(&request, &answer.recorder.cancelled())
         .await?;
-    Ok(match verdict {
+    Ok(judged(verdict))
+}
+
+fn judged(verdict: Verdict) -> Result<(), Unapproved> {
+    match verdict {
         Verdict::Approved | Verdict::Remembered => Ok(()),
         Verdict::Denied => Err(Unapproved::Decided("denied by the user")),
         Verdict::Expired => Err(Unapproved::Decided("not approved in time")),
         Verdict::Cancelled => Err(Unapproved::Decided("cancelled")),
-    })
+    }
+}
+
+/// For a call sent again after a takeover: an approval given stays given, one
+/// refused stays refused, one waiting is waited for (its card is in the stream
+/// already), and one never asked is asked as usual.
+pub(super) async fn approved_again(
+    approver: &dyn Approver,
+    answer: &Answer<'_>,
+    shown: &ShownCall,
+) -> StoreResult<Result<(), Unapproved>> {
+    match approver.asked(&shown.id).await? {
+        Asked::Never => approved(approver, answer, shown).await,
+        Asked::Decided(verdict) => Ok(judged(verdict)),
+        Asked::Waiting => {
+            let request = ApprovalRequest {
+                id: &shown.id,
+                answer: answer.recorder.answer(),
+                server: &shown.server,
+                tool: &shown.tool,
+                arguments: &shown.arguments,
+            };
+            let _waiting = answer.recorder.waiting_for_approval();
+            let verdict = approver
+                .wait(&request, &answer.recorder.cancelled())
+                .await?;
+            Ok(judged(verdict))
+        }
+    }
 }

@@ -8,7 +8,7 @@ mod sqlite_writer;
 
 use std::collections::HashMap;
 use std::path::Path;
-use std::sync::{Arc, Mutex};
+use std::sync::{Arc, Mutex, OnceLock};
 use std::time::Duration;
 
 use async_trait::async_trait;
@@ -22,6 +22,7 @@ use super::{
     Timings, ViewerSlot, recover,
 };
 use crate::answer::ports::AnswerRef;
+use crate::chat::resume::Resumer;
 use crate::chat::store::Store;
 use crate::error::GatewayError;
 use crate::metrics::GatewayMetrics;
@@ -45,6 +46,7 @@ pub struct MemoryLive {
     models: Arc<LocalModelLimits>,
     tasks: TaskTracker,
     stop: CancellationToken,
+    resumer: OnceLock<Arc<Resumer>>,
 }
 
 impl MemoryLive {
@@ -85,15 +87,17 @@ impl MemoryLive {
             models: Arc::new(LocalModelLimits::new(resilience)),
             tasks: tasks.clone(),
             stop: shutdown.clone(),
+            resumer: OnceLock::new(),
         });
         tasks.spawn(janitor(live.clone(), db, timings, shutdown));
         Ok(live)
     }
 
-    /// Finishes the answers this process's previous run left open: each ends for its
-    /// viewers with `error` `interrupted` and `done`, and is stored with every token
-    /// its viewers were sent.
-    pub async fn recover(&self, store: &Store) -> Result<usize, LiveError> {
+    /// Takes over the answers this process's previous run left open: each goes on
+    /// here (see `chat::resume`) or, when it cannot, ends for its viewers with `error`
+    /// `interrupted` and `done`. Either way it is stored with every token its viewers
+    /// were sent. Returns how many went on, and how many ended.
+    pub async fn recover(self: &Arc<Self>, store: &Store) -> Result<(usize, usize), LiveError> {
         let open: Vec<AnswerRef> = sqlx::query_as::<_, (MessageId, maitred_protocol::ids::ConversationId, Subject)>(
             "SELECT id, conversation_id, owner FROM answers WHERE replica = $1 AND status = 'running'",
         )
@@ -107,10 +111,26 @@ impl MemoryLive {
             owner,
         })
         .collect();
+        let resumer = self.resumer.get().cloned();
+        let mut resumed = 0;
         for answer in &open {
             let events = self.log.events(&answer.message, 0).await?;
             self.log
                 .open(&answer.message, &answer.owner, events.clone());
+            if let Some(resumer) = &resumer {
+                match resumer.prepare(answer, &events).await {
+                    Ok(Some(prepared)) => {
+                        let after = events.last().map_or(0, |e| e.seq);
+                        resumer.start(self.clone(), prepared, after);
+                        resumed += 1;
+                        continue;
+                    }
+                    Ok(None) => {}
+                    Err(error) => {
+                        tracing::warn!(%error, message_id = %answer.message, "an answer left open cannot go on; ending it");
+                    }
+                }
+            }
             for event in recover::finish(store, answer, &events).await? {
                 self.committer
                     .push(
@@ -128,7 +148,7 @@ impl MemoryLive {
                 .await?;
             self.retire(&answer.message);
         }
-        Ok(open.len())
+        Ok((resumed, open.len() - resumed))
     }
 
     fn retire(&self, id: &MessageId) {
@@ -234,6 +254,10 @@ impl LiveState for MemoryLive {
 
     fn models(&self) -> Arc<dyn ModelLimits> {
         self.models.clone()
+    }
+
+    fn resume_with(&self, resumer: Arc<Resumer>) {
+        let _ = self.resumer.set(resumer);
     }
 }
 

@@ -12,6 +12,7 @@ use tokio_util::sync::CancellationToken;
 
 use super::{RedisLive, wire};
 use crate::answer::ports::AnswerRef;
+use crate::chat::resume::Resumer;
 use crate::chat::store::Store;
 use crate::live::{LiveError, recover};
 use maitred_protocol::ids::{ConversationId, MessageId, Subject};
@@ -123,7 +124,11 @@ async fn cancel_unwatched(live: &RedisLive) -> Result<(), LiveError> {
     Ok(())
 }
 
-async fn sweep(live: &RedisLive, store: &Store) -> Result<(), LiveError> {
+async fn sweep(live: &Arc<RedisLive>, store: &Store) -> Result<(), LiveError> {
+    // A replica still starting takes nothing over: it could only end it.
+    let Some(resumer) = live.resumer.get().cloned() else {
+        return Ok(());
+    };
     let mut conn = live.conn.clone();
     let lapsed: Vec<String> = conn
         .zrangebyscore_limit(live.keys.leases(), "-inf", now_ms(), 0, SWEEP_BATCH)
@@ -148,14 +153,20 @@ async fn sweep(live: &RedisLive, store: &Store) -> Result<(), LiveError> {
         if claimed.is_none() {
             continue;
         }
-        end(live, store, &id).await?;
+        end(live, store, &resumer, &id).await?;
     }
     Ok(())
 }
 
-/// Ends an answer whose replica died: `error` `interrupted` and `done` for its viewers,
-/// every shown token in the store.
-async fn end(live: &RedisLive, store: &Store, id: &MessageId) -> Result<(), LiveError> {
+/// Takes over an answer whose replica died: it goes on here if it can (see
+/// `chat::resume`); else it ends, with `error` `interrupted` and `done` for its
+/// viewers. Either way every shown token is in the store.
+async fn end(
+    live: &Arc<RedisLive>,
+    store: &Store,
+    resumer: &Resumer,
+    id: &MessageId,
+) -> Result<(), LiveError> {
     let mut conn = live.conn.clone();
     let fields: Vec<Option<String>> = redis::cmd("HMGET")
         .arg(live.keys.answer(id))
@@ -177,6 +188,18 @@ async fn end(live: &RedisLive, store: &Store, id: &MessageId) -> Result<(), Live
     };
     let reply: StreamRangeReply = conn.xrange(live.keys.events(id), "-", "+").await?;
     let events = wire::from_range(reply);
+    match resumer.prepare(&answer, &events).await {
+        Ok(Some(prepared)) => {
+            adopt(live, &answer).await?;
+            let after = events.last().map_or(0, |e| e.seq);
+            resumer.start(live.clone(), prepared, after);
+            return Ok(());
+        }
+        Ok(None) => {}
+        Err(error) => {
+            tracing::warn!(%error, message_id = %id, "an answer whose replica died cannot go on; ending it");
+        }
+    }
     let ending = recover::finish(store, &answer, &events).await?;
     let retention = live.timings.retention.as_millis() as i64;
     let mut pipe = redis::pipe();
@@ -201,6 +224,37 @@ async fn end(live: &RedisLive, store: &Store, id: &MessageId) -> Result<(), Live
         .zrem(live.limits.person_running(&answer.owner), id.as_str())
         .ignore();
     pipe.query_async::<()>(&mut conn).await?;
+    Ok(())
+}
+
+/// Makes a taken-over answer this replica's: its lease, its place among the leases
+/// swept and among its person's running answers.
+async fn adopt(live: &RedisLive, answer: &AnswerRef) -> Result<(), LiveError> {
+    let id = &answer.message;
+    let lease_ms = live.timings.lease.as_millis() as i64;
+    let expiry = now_ms() + lease_ms;
+    let mut pipe = redis::pipe();
+    pipe.hset(live.keys.answer(id), "replica", &live.replica)
+        .ignore()
+        .cmd("SET")
+        .arg(live.keys.lease(id))
+        .arg(&live.replica)
+        .arg("PX")
+        .arg(lease_ms)
+        .ignore()
+        .zadd(live.keys.leases(), id.as_str(), expiry)
+        .ignore()
+        .zadd(
+            live.limits.person_running(&answer.owner),
+            id.as_str(),
+            expiry,
+        )
+        .ignore()
+        // It is held again: a sweep after this replica's own death may take it.
+        .del(live.keys.sweep(id))
+        .ignore();
+    pipe.query_async::<()>(&mut live.conn.clone()).await?;
+    tracing::info!(message_id = %id, replica = %live.replica, "took over an answer whose replica died");
     Ok(())
 }
 

@@ -13,7 +13,7 @@ mod limits;
 mod wire;
 
 use std::collections::HashSet;
-use std::sync::{Arc, Mutex};
+use std::sync::{Arc, Mutex, OnceLock};
 use std::time::Duration;
 
 use async_trait::async_trait;
@@ -28,6 +28,7 @@ use super::{
     ViewerSlot,
 };
 use crate::answer::ports::AnswerRef;
+use crate::chat::resume::Resumer;
 use crate::chat::store::Store;
 use crate::error::GatewayError;
 use crate::metrics::GatewayMetrics;
@@ -60,6 +61,8 @@ pub struct RedisLive {
     timings: Timings,
     /// Answers whose events could not be written: they must stop.
     failed: Arc<Mutex<HashSet<MessageId>>>,
+    /// Goes on with answers whose replica died; none yet while starting.
+    resumer: OnceLock<Arc<Resumer>>,
 }
 
 impl RedisLive {
@@ -119,6 +122,7 @@ impl RedisLive {
             limits,
             timings,
             failed,
+            resumer: OnceLock::new(),
         });
         tasks.spawn(leases::run(live.clone(), store, stop.clone()));
         tasks.spawn(leases::release_slots(live.clone(), released, stop));
@@ -352,5 +356,9 @@ impl LiveState for RedisLive {
 
     fn models(&self) -> Arc<dyn ModelLimits> {
         Arc::new(self.limits.clone())
+    }
+
+    fn resume_with(&self, resumer: Arc<Resumer>) {
+        let _ = self.resumer.set(resumer);
     }
 }

@@ -1,0 +1,88 @@
+//! Going on with an answer whose server stopped, from its durable record: the
+//! conversation as it was stored (the turns and results that were finished), the
+//! last turn's calls that had no stored result sent again (a write with the key it
+//! was first sent with, so the backend answers it from what it stored instead of
+//! writing twice; a read simply again), and the model asked again from there. A turn
+//! that was streaming cannot go on mid-token: what was shown of it stays, and the
+//! model is told that its reply was cut off there. (It lives beside the pipeline, whose
+//! calls it sends again.)
+
+use super::super::failure::Stop;
+use super::super::ports::{Resumption, Tail};
+use super::super::{Answer, Answerer, Run, prompt};
+use maitred_llm::{Message, Usage};
+use maitred_protocol::events::Finish;
+
+/// What viewers are told when the answer goes on.
+const RESUMED_MESSAGE: &str =
+    "The server running this answer stopped; another one has taken it over and goes on.";
+
+/// What the model is told after the text of a turn that was cut short.
+const CUT_NOTE: &str = "Your previous reply was cut off after the text above, because the \
+server running it stopped. The user has seen that text. Go on from exactly where it stops, \
+without repeating any of it.";
+
+impl Answerer {
+    /// Goes on with a taken-over answer (`attempt`: its how-manieth takeover) to
+    /// its end; the first event it records is `resumed`, the last `done`.
+    pub async fn resume(&self, answer: &Answer<'_>, attempt: u32, resumption: Resumption) {
+        let mut messages = vec![Message::System {
+            content: prompt::system_prompt(self.limits.system_prompt.as_deref()),
+        }];
+        messages.extend(resumption.messages);
+        let mut run = Run {
+            messages,
+            usage: Usage::default(),
+            model: self.models.primary().to_owned(),
+        };
+        let outcome = self.go_on(answer, attempt, &mut run, resumption.tail).await;
+        self.finish(answer, &run, outcome).await;
+    }
+
+    async fn go_on(
+        &self,
+        answer: &Answer<'_>,
+        attempt: u32,
+        run: &mut Run,
+        tail: Tail,
+    ) -> Result<Finish, Stop> {
+        let recorder = answer.recorder;
+        recorder
+            .resumed(attempt, RESUMED_MESSAGE.to_owned())
+            .await?;
+        tracing::info!(message_id = %recorder.answer().message, attempt, "going on with an answer taken over");
+        match tail {
+            Tail::Answered => return Ok(Finish::Stop),
+            Tail::Ask { cut } => {
+                if cut {
+                    run.messages.push(Message::System {
+                        content: CUT_NOTE.to_owned(),
+                    });
+                }
+            }
+            Tail::Calls { turn, pending } => {
+                let catalogue = self.tools.catalogue().await;
+                let cancel = recorder.cancelled();
+                let calls = pending.iter().map(|p| async {
+                    match &p.stored {
+                        Some(stored) => self.call_again(answer, &catalogue, &p.call, stored).await,
+                        None => self.call(answer, &catalogue, &turn, &p.call, None).await,
+                    }
+                });
+                let results = tokio::select! {
+                    () = cancel.cancelled() => return Err(Stop::Cancelled),
+                    results = futures::future::join_all(calls) => results,
+                };
+                for (p, content) in pending.iter().zip(results) {
+                    let content = content?;
+                    recorder.tool_result(&p.call.id, &content).await?;
+                    run.messages.push(Message::Tool {
+                        tool_call_id: p.call.id.clone(),
+                        content,
+                    });
+                }
+            }
+        }
+        self.turns(answer, run).await
+    }
+}

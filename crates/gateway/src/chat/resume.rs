@@ -1,0 +1,230 @@
+//! Taking over an answer whose server stopped: a replica whose sweep finds a lapsed
+//! lease (with Redis), or this process at its next start (without), reads where the
+//! answer stood from the database — who asked it, its stored turns, tool calls and
+//! results, and the text its viewers were shown (its event log) — and runs the
+//! answer loop on from there (`answer::resume`), as a new run on this replica whose
+//! events follow the old ones in the same log.
+//!
+//! An answer is not taken over (and ends as interrupted, as before) when taking over
+//! is switched off (`MAITRED_RESUME_ANSWERS=false`), when it has been taken over
+//! `MAITRED_RESUME_MAX` times already, when it has nobody to come back to it (an
+//! answer of the OpenAI-compatible API), or when its question was never stored.
+
+use std::sync::Arc;
+use std::time::Instant;
+
+use tokio_util::task::TaskTracker;
+use tracing::Instrument;
+
+use super::store::{CallRecord, Store, StoredPart};
+use crate::answer::ports::{AnswerRef, Pending, Resumption, StoredCall, Tail};
+use crate::answer::{Answer, Answerer, Asking, Recorder};
+use crate::auth::ChatUser;
+use crate::live::{Live, LiveError, LoggedEvent, Running};
+use crate::metrics::GatewayMetrics;
+use maitred_core::trace_context::TraceContext;
+use maitred_llm::{Message, ToolCall};
+use maitred_protocol::ids::{MessageStatus, Role};
+
+/// The settings of taking over.
+#[derive(Debug, Clone, Copy)]
+pub struct Resuming {
+    pub enabled: bool,
+    /// Takeovers of one answer at most.
+    pub max: u32,
+    /// Characters of earlier history the model is given (as for a question).
+    pub context_budget: usize,
+}
+
+/// Takes answers over on this replica.
+pub struct Resumer {
+    answerer: Arc<Answerer>,
+    store: Store,
+    metrics: GatewayMetrics,
+    tasks: TaskTracker,
+    settings: Resuming,
+}
+
+/// An answer ready to go on here.
+pub struct Prepared {
+    answer: AnswerRef,
+    user: ChatUser,
+    attempt: u32,
+    resumption: Resumption,
+}
+
+impl Resumer {
+    pub fn new(
+        answerer: Arc<Answerer>,
+        store: Store,
+        metrics: GatewayMetrics,
+        tasks: TaskTracker,
+        settings: Resuming,
+    ) -> Self {
+        Self {
+            answerer,
+            store,
+            metrics,
+            tasks,
+            settings,
+        }
+    }
+
+    /// Where `answer` (whose events so far are `events`) stood, with this takeover
+    /// counted; `None` when it is not to go on (see the module's documentation).
+    /// What its viewers were shown is kept in the store either way.
+    pub async fn prepare(
+        &self,
+        answer: &AnswerRef,
+        events: &[LoggedEvent],
+    ) -> Result<Option<Prepared>, LiveError> {
+        if !self.settings.enabled || events.last().is_some_and(LoggedEvent::is_done) {
+            return Ok(None);
+        }
+        let Some((user, attempt)) = self.store.take_over(answer, self.settings.max).await? else {
+            return Ok(None);
+        };
+        let shown: String = events.iter().filter_map(LoggedEvent::token_text).collect();
+        self.store.keep_shown(answer, &shown).await?;
+        self.store.cancel_inputs(&answer.message).await?;
+        let parts = self.store.answer_parts(&answer.message).await?;
+        let Some((question_seq, question)) = parts.first().filter(|(_, p)| p.role == Role::User)
+        else {
+            tracing::warn!(message_id = %answer.message, "an answer whose question was not stored cannot go on");
+            return Ok(None);
+        };
+        let mut messages = self
+            .store
+            .history_before(
+                &answer.conversation,
+                *question_seq,
+                self.settings.context_budget,
+            )
+            .await?;
+        messages.push(Message::User {
+            content: question.content.clone().unwrap_or_default(),
+        });
+        let calls = self.store.answer_calls(&answer.message).await?;
+        let resumption = rebuild(messages, &parts[1..], &calls);
+        Ok(Some(Prepared {
+            answer: answer.clone(),
+            user,
+            attempt,
+            resumption,
+        }))
+    }
+
+    /// Runs the prepared answer here, its events numbered after `after`. The
+    /// replica's live state has made it this replica's before.
+    pub fn start(&self, live: Live, prepared: Prepared, after: u64) {
+        let Prepared {
+            answer,
+            user,
+            attempt,
+            resumption,
+        } = prepared;
+        let local = live.local().start(answer.clone());
+        let recorder = Recorder::new(
+            answer.clone(),
+            Arc::new(Running::new(local, live, after)),
+            Arc::new(self.store.clone()),
+            self.metrics.clone(),
+            Instant::now(),
+        );
+        let (answerer, store) = (self.answerer.clone(), self.store.clone());
+        let trace = TraceContext::new_root();
+        let span = tracing::info_span!(
+            "generation",
+            message_id = %answer.message,
+            trace_id = %trace.trace_id(),
+            resumed = attempt,
+        );
+        self.tasks.spawn(
+            async move {
+                let run = Answer {
+                    recorder: &recorder,
+                    user: &user,
+                    trace,
+                    asking: Asking::Person,
+                };
+                answerer.resume(&run, attempt, resumption).await;
+                if let Err(error) = store.forget_asker(&answer.message).await {
+                    tracing::warn!(%error, "forgetting who asked a finished answer");
+                }
+            }
+            .instrument(span),
+        );
+    }
+}
+
+/// The answer's stored parts after its question, as the model sees them, and what
+/// it was doing when its server stopped.
+fn rebuild(
+    mut messages: Vec<Message>,
+    parts: &[(i64, StoredPart)],
+    calls: &[CallRecord],
+) -> Resumption {
+    let mut tail = Tail::Ask { cut: false };
+    for (_, part) in parts {
+        match part.role {
+            Role::Assistant => {
+                let tool_calls: Vec<ToolCall> = part
+                    .tool_calls
+                    .as_deref()
+                    .and_then(|t| serde_json::from_str(t).ok())
+                    .unwrap_or_default();
+                let content = part.content.clone().filter(|c| !c.is_empty());
+                let finished = part.status == MessageStatus::Complete;
+                tail = if !finished {
+                    Tail::Ask {
+                        cut: content.is_some(),
+                    }
+                } else if tool_calls.is_empty() {
+                    Tail::Answered
+                } else {
+                    let pending = tool_calls
+                        .iter()
+                        .map(|call| Pending {
+                            call: call.clone(),
+                            stored: calls
+                                .iter()
+                                .find(|c| c.turn_id == part.id && c.model_call_id == call.id)
+                                .map(|c| StoredCall {
+                                    id: c.id.clone(),
+                                    status: c.status,
+                                    idempotency_key: c.idempotency_key.clone(),
+                                }),
+                        })
+                        .collect();
+                    Tail::Calls {
+                        turn: part.id.clone(),
+                        pending,
+                    }
+                };
+                if content.is_some() || !tool_calls.is_empty() {
+                    messages.push(Message::Assistant {
+                        content,
+                        tool_calls: if finished { tool_calls } else { Vec::new() },
+                    });
+                }
+            }
+            Role::Tool => {
+                let id = part.tool_call_id.clone().unwrap_or_default();
+                if let Tail::Calls { pending, .. } = &mut tail {
+                    pending.retain(|p| p.call.id != id);
+                }
+                messages.push(Message::Tool {
+                    tool_call_id: id,
+                    content: part.content.clone().unwrap_or_default(),
+                });
+            }
+            Role::User => {}
+        }
+    }
+    if let Tail::Calls { pending, .. } = &tail
+        && pending.is_empty()
+    {
+        tail = Tail::Ask { cut: false };
+    }
+    Resumption { messages, tail }
+}
