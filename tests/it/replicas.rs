@@ -1,8 +1,9 @@
 //! Three gateway replicas, one backend and one MCP role (each its own `maitred`
 //! process), PostgreSQL and a private Redis, behind a real nginx doing plain
 //! round-robin. What a person does on any replica reaches the answer wherever it
-//! runs: resume, cancel, approve, their limits; and when a replica is killed, the
-//! others end its answers for every viewer and keep every token that was shown.
+//! runs: resume, cancel, approve, their limits; and when a replica is killed, another
+//! takes its answers over and goes on with them (`resumed`), keeping every token that
+//! was shown.
 //!
 //! Needs Debian's nginx and redis-server: `scripts/check-replicas` installs them and
 //! runs this file.
@@ -103,8 +104,9 @@ fn script() -> Script {
         // 4. the person's limit of two running answers, counted across replicas
         paced(400, "l", 20),
         paced(400, "m", 20),
-        // 5. the replica running it is killed
+        // 5. the replica running it is killed; another goes on with it
         paced(400, "k", 20),
+        Turn::text("The end of k."),
     ])
 }
 
@@ -383,8 +385,9 @@ async fn replicas_share_running_answers_and_lose_nothing_when_one_dies() {
         assert_eq!(rest.last().unwrap().data["finish_reason"], "cancelled");
     }
 
-    // 5. kill -9 of A mid-answer: a viewer on B gets `error interrupted` and `done`
-    //    within the lease, and the stored answer holds every token it was sent.
+    // 5. kill -9 of A mid-answer: within the lease another replica takes the answer
+    //    over; a viewer on B gets `resumed`, the rest of the answer and `done`, and
+    //    the stored answer holds every token it was sent.
     let mut on_a = ask(&c.http, &c.urls[0], &c.token, "Talk of k").await;
     let events = until_tokens(&mut on_a, 10).await;
     drop(on_a);
@@ -394,28 +397,42 @@ async fn replicas_share_running_answers_and_lose_nothing_when_one_dies() {
     c.gateways[0].kill();
     let killed = Instant::now();
     watched.extend(on_b.rest().await);
-    let ended = killed.elapsed();
-    println!("a killed replica's answer was ended by another in {ended:?}");
-    let error = watched.iter().find(|e| e.event == "error").unwrap();
-    assert_eq!(error.data["code"], "interrupted");
-    assert_eq!(watched.last().unwrap().event, "done");
+    let took_over = killed.elapsed();
+    println!("a killed replica's answer was taken over and finished by another in {took_over:?}");
+    let names: Vec<&str> = watched.iter().map(|e| e.event.as_str()).collect();
+    assert!(!names.contains(&"error"), "{names:?}");
+    let resumed = watched.iter().position(|e| e.event == "resumed").unwrap();
+    assert_eq!(watched[resumed].data["attempt"], 1);
+    let done = watched.last().unwrap();
+    assert_eq!(done.event, "done");
+    assert_eq!(done.data["finish_reason"], "stop");
+    let expected: Vec<u64> = (1..=watched.len() as u64).collect();
+    assert_eq!(ids(&watched), expected, "every event once, in order");
     assert!(
-        ended < Duration::from_secs(15),
-        "within the lease and a sweep: {ended:?}"
+        took_over < Duration::from_secs(15),
+        "within the lease and a sweep: {took_over:?}"
     );
-    let (status, content): (String, String) = sqlx::query_as(
-        "SELECT status, content FROM chat_messages WHERE message_id = $1 AND role = 'assistant'",
+    let shown = answer(&watched[..resumed]);
+    let text = answer(&watched);
+    assert!(
+        text.starts_with(&shown) && text.ends_with("The end of k."),
+        "{text:?}"
+    );
+    let stored: Vec<(String, String)> = sqlx::query_as(
+        "SELECT status, content FROM chat_messages WHERE message_id = $1 AND role = 'assistant' ORDER BY seq",
     )
     .bind(&message_id)
-    .fetch_one(c.db.pool())
+    .fetch_all(c.db.pool())
     .await
     .unwrap();
-    assert_eq!(status, "interrupted");
+    let statuses: Vec<&str> = stored.iter().map(|(s, _)| s.as_str()).collect();
+    assert_eq!(statuses, ["interrupted", "complete"], "{stored:?}");
     assert_eq!(
-        content,
-        answer(&watched),
-        "every token a viewer received is stored"
+        stored[0].1, shown,
+        "every token a viewer received before is stored"
     );
+    let kept: String = stored.iter().map(|(_, c)| c.as_str()).collect();
+    assert_eq!(kept, text, "the stream and the store agree");
     c.db.close().await;
     llm.stop().await;
 }
