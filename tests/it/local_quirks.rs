@@ -224,6 +224,7 @@ async fn a_required_tool_call_refused_with_500_is_asked_again_as_auto_and_rememb
     let script = Script::new([
         Turn::tool_calls([ToolCallSpec::new("call_1", "resos__getTables", "{}")]),
         Turn::text(FINAL),
+        Turn::tool_calls([ToolCallSpec::new("call_2", "resos__getTables", "{}")]),
         Turn::text("Still 20."),
     ])
     .like(Server::LlamaCppPython);
@@ -263,8 +264,12 @@ async fn a_required_tool_call_refused_with_500_is_asked_again_as_auto_and_rememb
     let events = app.ask(&token, "And now?", None).await.rest().await;
     completed_showing(&events, "Still 20.");
     let requests = app.llm.as_ref().unwrap().requests();
-    assert_eq!(requests.len(), 5, "not refused again");
-    assert_eq!(requests[4].body["tool_choice"], "auto");
+    // Streamed, the call's turn fails after the headers and is asked whole; then the
+    // answer's turn.
+    assert_eq!(requests.len(), 7, "not refused again");
+    for later in &requests[4..] {
+        assert_eq!(later.body["tool_choice"], "auto");
+    }
     app.stop().await;
 }
 
@@ -424,5 +429,190 @@ async fn a_few_words_then_a_tagged_call_show_only_the_words() {
     let sent = messages(&app, 1);
     let said = sent.iter().find(|m| m["role"] == "assistant").unwrap();
     assert_eq!(said["content"], "Let me look.\n", "{said}");
+    app.stop().await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn native_mode_reads_the_calls_a_servers_grammar_writes_as_text() {
+    // llama-cpp-python's `chatml-function-calling` with `tool_choice: "auto"` hands
+    // its grammar's `functions.NAME:` back as content, even when sent the tools.
+    for (dialect, write, _) in dialects() {
+        let (app, events) = Box::pin(ask(
+            vec![
+                streamed(&write("resos__getTables", "{}")),
+                Turn::text(FINAL),
+            ],
+            ToolCallMode::Native,
+        ))
+        .await;
+        let context = format!("{dialect}: {events:?}");
+        assert_eq!(tools_called(&events), ["getTables"], "{context}");
+        assert_eq!(statuses(&events), ["ok"], "{context}");
+        completed_showing(&events, FINAL);
+        app.stop().await;
+    }
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_small_model_that_repeats_its_call_is_asked_to_answer_without_tools() {
+    let again = || {
+        Turn::tool_calls([ToolCallSpec::new(
+            "call_1",
+            "resos__getTables",
+            r#"{"limit": 1}"#,
+        )])
+    };
+    let script = Script::new([again(), again(), Turn::text(FINAL)]).like(Server::LlamaCppPython);
+    let small = ModelProfile {
+        small: true,
+        ..ModelProfile::default()
+    };
+    let (app, events) = ask_with(script, ToolCallMode::Native, small, None).await;
+    completed_showing(&events, FINAL);
+    // The repeat is shown, and refused: the backend is asked once.
+    assert_eq!(tools_called(&events), ["getTables", "getTables"]);
+    assert_eq!(statuses(&events), ["ok", "denied"]);
+    let requests = app.llm.as_ref().unwrap().requests();
+    let last = &requests.last().unwrap().body;
+    assert!(
+        last.get("tools").is_none(),
+        "the answer's turn offers no tools: {last}"
+    );
+    let told = last["messages"].as_array().unwrap().last().unwrap().clone();
+    assert_eq!(told["role"], "tool", "{told}");
+    assert!(
+        told["content"]
+            .as_str()
+            .unwrap()
+            .contains("already made this exact call"),
+        "{told}"
+    );
+    app.stop().await;
+
+    // A model not marked small keeps every call it makes.
+    let script = Script::new([again(), again(), Turn::text(FINAL)]);
+    let (app, events) = ask_with(script, ToolCallMode::Native, ModelProfile::default(), None).await;
+    completed_showing(&events, FINAL);
+    assert_eq!(statuses(&events), ["ok", "ok"]);
+    app.stop().await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_model_without_tool_support_gets_the_tools_in_its_prompt_in_auto_mode() {
+    // Ollama's answer to tools for a model whose template has none, byte for byte.
+    let refusal = "registry.ollama.ai/library/gemma:2b does not support tools";
+    let script = Script::new([
+        Turn::status(400).message(refusal),
+        streamed(r#"<tool_call>{"name": "resos__getTables", "arguments": {}}</tool_call>"#),
+        Turn::text(FINAL),
+        Turn::text("Still 20."),
+    ]);
+    let (app, events) = ask_with(script, ToolCallMode::Auto, ModelProfile::default(), None).await;
+    completed_showing(&events, FINAL);
+    assert_eq!(statuses(&events), ["ok"]);
+    let requests = app.llm.as_ref().unwrap().requests();
+    assert!(requests[0].body.get("tools").is_some());
+    for later in &requests[1..] {
+        assert!(later.body.get("tools").is_none(), "{}", later.body);
+        let system = later.body["messages"][0]["content"].as_str().unwrap();
+        assert!(system.contains("resos__getTables("), "{system}");
+    }
+    // Remembered: the next question goes in the same shape at once.
+    let token = app.chat_token().await;
+    let events = app.ask(&token, "And now?", None).await.rest().await;
+    completed_showing(&events, "Still 20.");
+    let requests = app.llm.as_ref().unwrap().requests();
+    assert_eq!(requests.len(), 4, "not refused again");
+    assert!(requests[3].body.get("tools").is_none());
+
+    // In native mode the refusal is the person's error: nothing is guessed.
+    let script = Script::new([Turn::status(400).message(refusal)]);
+    let (app2, events) =
+        ask_with(script, ToolCallMode::Native, ModelProfile::default(), None).await;
+    assert_eq!(of(&events, "error").len(), 1, "{events:?}");
+    assert_eq!(
+        app2.llm.as_ref().unwrap().requests().len(),
+        2,
+        "asked again once, plain"
+    );
+    app2.stop().await;
+    app.stop().await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_model_that_must_look_first_and_answers_from_memory_is_asked_again_not_shown() {
+    let look_first = ModelProfile {
+        require_tool_call: true,
+        ..ModelProfile::default()
+    };
+    let invented = "There are 12 tables.";
+    let call = r#"<tool_call>{"name": "resos__getTables", "arguments": {}}</tool_call>"#;
+    // Text mode: nothing in the request can require a call.
+    let script = Script::new([streamed(invented), streamed(call), Turn::text(FINAL)]);
+    let (app, events) = ask_with(script, ToolCallMode::Text, look_first.clone(), None).await;
+    completed_showing(&events, FINAL);
+    assert_eq!(tools_called(&events), ["getTables"]);
+    let told = messages(&app, 1);
+    let last = told.last().unwrap();
+    assert_eq!(last["role"], "user", "{last}");
+    assert!(
+        last["content"]
+            .as_str()
+            .unwrap()
+            .contains("First call the tool"),
+        "{last}"
+    );
+    // What the person is told later does not carry the nudge: the stored turn is the call.
+    let after = messages(&app, 2);
+    assert!(
+        !after.iter().any(|m| m["content"]
+            .as_str()
+            .is_some_and(|c| c.contains("First call the tool"))),
+        "{after:?}"
+    );
+    app.stop().await;
+
+    // Asked again, the model still answers: that answer is shown, once.
+    let script = Script::new([streamed(invented), streamed("I cannot look that up.")]);
+    let (app, events) = ask_with(script, ToolCallMode::Text, look_first.clone(), None).await;
+    completed_showing(&events, "I cannot look that up.");
+    assert_eq!(app.llm.as_ref().unwrap().requests().len(), 2);
+    app.stop().await;
+
+    // A server that takes "required" is trusted with it: nothing is held back.
+    let script = Script::new([
+        Turn::tool_calls([ToolCallSpec::new("call_1", "resos__getTables", "{}")]),
+        Turn::text(FINAL),
+    ]);
+    let (app, events) = ask_with(script, ToolCallMode::Native, look_first, None).await;
+    completed_showing(&events, FINAL);
+    assert_eq!(app.llm.as_ref().unwrap().requests().len(), 2);
+    app.stop().await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_small_model_reads_long_results_cut_to_its_budget() {
+    let script = Script::new([
+        Turn::tool_calls([ToolCallSpec::new(
+            "call_1",
+            "resos__getBookings",
+            r#"{"limit": 100}"#,
+        )]),
+        Turn::text(FINAL),
+    ]);
+    let small = ModelProfile {
+        small: true,
+        result_budget: Some(400),
+        ..ModelProfile::default()
+    };
+    let (app, events) = ask_with(script, ToolCallMode::Native, small, None).await;
+    completed_showing(&events, FINAL);
+    let result = messages(&app, 1)
+        .into_iter()
+        .find(|m| m["role"] == "tool")
+        .unwrap();
+    let content = result["content"].as_str().unwrap();
+    assert!(content.chars().count() <= 1_200, "{content}");
+    assert!(content.contains("more not shown"), "{content}");
     app.stop().await;
 }

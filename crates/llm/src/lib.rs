@@ -7,6 +7,7 @@ pub mod budget;
 pub mod limits;
 pub mod openai;
 pub mod output;
+pub mod results;
 pub mod router;
 pub mod schema;
 pub mod text_calls;
@@ -160,5 +161,11 @@ pub trait ChatModel: Send + Sync {
     /// default (a small model on slow hardware reads its prompt for a while).
     fn first_token_timeout(&self) -> Option<std::time::Duration> {
         None
+    }
+
+    /// A model marked small in its profile: the answer loop keeps it from calling
+    /// the same tool again and again.
+    fn small(&self) -> bool {
+        false
     }
 }

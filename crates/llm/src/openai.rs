@@ -16,6 +16,7 @@ use serde::Deserialize;
 use serde_json::{Value, json};
 
 use super::budget;
+use super::results;
 use super::text_calls::{self, ToolCallMode};
 use super::{
     ChatModel, ChatRequest, EventStream, FinishReason, Message, ModelError, ModelEvent, Usage,
@@ -35,6 +36,9 @@ pub struct OpenAiModel {
     /// This model's server failed (500) on `tool_choice: "required"` and took
     /// `"auto"`: it is not asked for a required call again.
     no_required: std::sync::atomic::AtomicBool,
+    /// In `auto` mode, this model's server refused the tools in the request (a
+    /// model without tool support): they go in the prompt from then on.
+    tools_in_prompt: std::sync::atomic::AtomicBool,
 }
 
 /// How a request is put, beyond what every server needs (an assistant message with
@@ -49,26 +53,56 @@ struct Shape {
     /// `tool_choice: "required"` when the model's profile wants a call first
     /// (llama-cpp-python's `chatml-function-calling` asserts it is `"auto"`).
     required: bool,
+    /// The tools described in the system prompt and calls read from the text, as
+    /// in `text` mode.
+    text: bool,
 }
 
 impl Shape {
     const FULL: Self = Self {
         plain: false,
         required: true,
+        text: false,
     };
+
+    /// A server that says it cannot take tools at all: Ollama's "MODEL does not
+    /// support tools" (400), vLLM's "auto" tool choice needing
+    /// `--enable-auto-tool-choice` (400), llama.cpp's "tools param requires --jinja"
+    /// (500).
+    fn tools_refused(refused: &ModelError) -> bool {
+        match refused {
+            ModelError::Upstream {
+                status: 400 | 422 | 500,
+                message,
+                ..
+            } => {
+                let message = message.to_ascii_lowercase();
+                message.contains("tool") && !message.contains("tool_call_id")
+            }
+            _ => false,
+        }
+    }
 
     /// The shape to ask in once more after `refused`, if it may be the shape that
     /// was refused: a 400 or 422 to a full request (a field the server does not
     /// take), or a 500 to one that required a call (a server whose handler fails on
     /// it). Other 5xx say the server is busy or away: the router's retries are for
     /// those, as for a transient 500.
-    fn after(self, refused: &ModelError, sent_required: bool) -> Option<Self> {
+    fn after(self, refused: &ModelError, sent_required: bool, auto: bool) -> Option<Self> {
+        if auto && !self.text && !sent_required && Self::tools_refused(refused) {
+            return Some(Self {
+                plain: true,
+                required: false,
+                text: true,
+            });
+        }
         match refused {
             ModelError::Upstream {
                 status: 400 | 422, ..
             } if !self.plain => Some(Self {
                 plain: true,
                 required: false,
+                ..self
             }),
             ModelError::Upstream { status: 500, .. } if sent_required => Some(Self {
                 required: false,
@@ -173,15 +207,27 @@ impl OpenAiModel {
             fitted: std::sync::Once::new(),
             plain: std::sync::atomic::AtomicBool::new(false),
             no_required: std::sync::atomic::AtomicBool::new(false),
+            tools_in_prompt: std::sync::atomic::AtomicBool::new(false),
         }
+    }
+
+    fn auto(&self) -> bool {
+        self.settings.tool_calls == ToolCallMode::Auto
     }
 
     fn shape(&self) -> Shape {
         use std::sync::atomic::Ordering::Relaxed;
-        if self.plain.load(Relaxed) {
+        if self.tools_in_prompt.load(Relaxed) {
             Shape {
                 plain: true,
                 required: false,
+                text: true,
+            }
+        } else if self.plain.load(Relaxed) {
+            Shape {
+                plain: true,
+                required: false,
+                text: false,
             }
         } else {
             Shape {
@@ -195,28 +241,34 @@ impl OpenAiModel {
     /// told once per model and choice, however many asked at once.
     fn remember(&self, taken: Shape, refused: &ModelError) {
         use std::sync::atomic::Ordering::Relaxed;
-        let flag = if taken.plain {
-            &self.plain
+        let (flag, how) = if taken.text {
+            (
+                &self.tools_in_prompt,
+                "with the tools described in the prompt and calls read from the text",
+            )
+        } else if taken.plain {
+            (
+                &self.plain,
+                "without stream_options, tool result names or a required tool call",
+            )
         } else {
-            &self.no_required
+            (
+                &self.no_required,
+                "with tool_choice \"auto\" instead of \"required\"",
+            )
         };
         if !flag.swap(true, Relaxed) {
             tracing::warn!(
                 model = %self.settings.model,
                 %refused,
                 request_shape = ?taken,
-                "the model's server refused the request as it was and took it {}: so from now on",
-                if taken.plain {
-                    "without stream_options, tool result names or a required tool call"
-                } else {
-                    "with tool_choice \"auto\" instead of \"required\""
-                }
+                "the model's server refused the request as it was and took it {how}: so from now on"
             );
         }
     }
 
     fn body(&self, request: &ChatRequest, shape: Shape) -> Value {
-        let text_mode = self.settings.tool_calls == ToolCallMode::Text;
+        let text_mode = self.settings.tool_calls == ToolCallMode::Text || shape.text;
         let profile = &self.settings.profile;
         let (tools, compaction, tool_tokens) = budget::fit(&request.tools, profile);
         self.fitted.call_once(|| {
@@ -241,13 +293,11 @@ impl OpenAiModel {
             })
             .map(|c| (c.id.as_str(), c.name.as_str()))
             .collect();
-        // A question's first turn: no tool result yet since the person spoke.
-        let first_turn = !request
-            .messages
-            .iter()
-            .rev()
-            .take_while(|m| !matches!(m, Message::User { .. }))
-            .any(|m| matches!(m, Message::Tool { .. }));
+        let first_turn = first_turn(&request.messages);
+        let result_budget = profile
+            .result_budget
+            .or(profile.small.then_some(results::SMALL_MODEL_RESULT_BUDGET))
+            .map(|b| b as usize);
         // The answer's question: with the key, it makes the fences of one answer
         // differ from another's.
         let question = request
@@ -276,7 +326,22 @@ impl OpenAiModel {
                     }
                     _ => None,
                 };
-                wire_message(m, nonce.as_deref(), name)
+                match (m, result_budget) {
+                    (
+                        Message::Tool {
+                            tool_call_id,
+                            content,
+                        },
+                        Some(budget),
+                    ) => {
+                        let fitted = Message::Tool {
+                            tool_call_id: tool_call_id.clone(),
+                            content: results::fit(content, budget),
+                        };
+                        wire_message(&fitted, nonce.as_deref(), name)
+                    }
+                    _ => wire_message(m, nonce.as_deref(), name),
+                }
             })
             .collect();
         if text_mode && !tools.is_empty() {
@@ -618,7 +683,7 @@ impl OpenAiModel {
         let sent_required = body["tool_choice"] == "required";
         let answer = match self.complete(body).await {
             Ok(answer) => answer,
-            Err(refused) => match shape.after(&refused, sent_required) {
+            Err(refused) => match shape.after(&refused, sent_required, self.auto()) {
                 Some(retry) => {
                     let answer = self
                         .complete(unstreamed(retry))
@@ -692,61 +757,123 @@ impl ChatModel for OpenAiModel {
         self.settings.profile.first_token_timeout
     }
 
+    fn small(&self) -> bool {
+        self.settings.profile.small
+    }
+
     fn stream(&self, request: ChatRequest) -> BoxFuture<'_, Result<EventStream, ModelError>> {
         Box::pin(async move {
-            let shape = self.shape();
-            let body = self.body(&request, shape);
-            let sent_required = body["tool_choice"] == "required";
-            let chunks = match self.open(body).await {
-                Ok(chunks) => chunks,
-                Err(refused) => match shape.after(&refused, sent_required) {
-                    // Refused as it was put: asked once more, in the shape that
-                    // servers with that quirk take.
-                    Some(retry) => match self.open(self.body(&request, retry)).await {
-                        Ok(chunks) => {
-                            self.remember(retry, &refused);
-                            chunks
-                        }
-                        Err(_) => return Err(refused),
-                    },
-                    None => return Err(refused),
-                },
-            };
-            // A stream that ends before its first chunk is a server that failed on
-            // the request after its headers: llama-cpp-python does so for every error
-            // of a streamed request, and cannot stream a turn in which its
-            // `chatml-function-calling` handler chooses a tool ("Automatic streaming
-            // tool choice is not supported"). The same request, whole, is asked once.
-            let mut chunks = chunks;
-            let first = chunks.next().await;
-            let opened = match first {
-                Some(Ok(chunk)) => futures::stream::iter([Ok(chunk)]).chain(chunks).boxed(),
-                Some(Err(_)) | None => {
-                    tracing::info!(
-                        model = %self.settings.model,
-                        "the stream ended before its first chunk; asking for the whole answer at once"
-                    );
-                    let whole = self.whole(&request, shape).await?;
-                    futures::stream::iter([Ok(whole)]).boxed()
-                }
-            };
-            let mut decoder = Decoder::default();
-            let events = opened
-                .flat_map(move |chunk| {
-                    let events: Vec<Result<ModelEvent, ModelError>> = match chunk {
-                        Ok(chunk) => decoder.events(chunk).into_iter().map(Ok).collect(),
-                        Err(e) => vec![Err(error(e))],
-                    };
-                    futures::stream::iter(events)
-                })
-                .boxed();
-            Ok(match self.settings.tool_calls {
-                ToolCallMode::Native => events,
-                ToolCallMode::Auto | ToolCallMode::Text => {
-                    text_calls::detect(events, &request.tools, &request.messages)
-                }
-            })
+            let events = self.events(&request).await?;
+            if !self.must_call_first(&request) {
+                return Ok(events);
+            }
+            // The profile wants a call first, and nothing in the request could make
+            // the model make one (text mode, or a server that refused "required"):
+            // the turn is held back whole, and a turn that made none is asked again
+            // once, told to look first, instead of shown.
+            let held: Vec<_> = events.collect().await;
+            let called = held
+                .iter()
+                .any(|e| matches!(e, Ok(ModelEvent::ToolCallDelta { .. }) | Err(_)));
+            if called {
+                return Ok(futures::stream::iter(held).boxed());
+            }
+            tracing::info!(
+                model = %self.settings.model,
+                "the model answered without the tool call its profile requires first; asked again, told to look first"
+            );
+            let mut told = request.clone();
+            told.messages.push(Message::User {
+                content: LOOK_FIRST.to_owned(),
+            });
+            self.events(&told).await
         })
+    }
+}
+
+/// What a model that answered without looking first is told, as the next user turn.
+const LOOK_FIRST: &str = "Do not answer from memory. First call the tool that looks up what I asked \
+(in the format the instructions give); answer only after you have its result.";
+
+/// A question's first turn: no tool result yet since the person spoke.
+fn first_turn(messages: &[Message]) -> bool {
+    !messages
+        .iter()
+        .rev()
+        .take_while(|m| !matches!(m, Message::User { .. }))
+        .any(|m| matches!(m, Message::Tool { .. }))
+}
+
+impl OpenAiModel {
+    /// Whether this turn's reply must be held back until it shows a call: the
+    /// profile wants one first, tools are offered, and the request could not
+    /// require one (the tools are in the prompt, or the server refused "required").
+    fn must_call_first(&self, request: &ChatRequest) -> bool {
+        let shape = self.shape();
+        let text_mode = self.settings.tool_calls == ToolCallMode::Text || shape.text;
+        self.settings.profile.require_tool_call
+            && !request.tools.is_empty()
+            && first_turn(&request.messages)
+            && (text_mode || !shape.required)
+    }
+
+    /// The model's events for `request`: asked in the shape its server takes, read
+    /// whole when the stream fails before it starts, calls written as text read.
+    async fn events(&self, request: &ChatRequest) -> Result<EventStream, ModelError> {
+        let shape = self.shape();
+        let body = self.body(request, shape);
+        let sent_required = body["tool_choice"] == "required";
+        let chunks = match self.open(body).await {
+            Ok(chunks) => chunks,
+            Err(refused) => match shape.after(&refused, sent_required, self.auto()) {
+                // Refused as it was put: asked once more, in the shape that
+                // servers with that quirk take.
+                Some(retry) => match self.open(self.body(request, retry)).await {
+                    Ok(chunks) => {
+                        self.remember(retry, &refused);
+                        chunks
+                    }
+                    Err(_) => return Err(refused),
+                },
+                None => return Err(refused),
+            },
+        };
+        // A stream that ends before its first chunk is a server that failed on
+        // the request after its headers: llama-cpp-python does so for every error
+        // of a streamed request, and cannot stream a turn in which its
+        // `chatml-function-calling` handler chooses a tool ("Automatic streaming
+        // tool choice is not supported"). The same request, whole, is asked once.
+        let mut chunks = chunks;
+        let first = chunks.next().await;
+        let opened = match first {
+            Some(Ok(chunk)) => futures::stream::iter([Ok(chunk)]).chain(chunks).boxed(),
+            Some(Err(_)) | None => {
+                tracing::info!(
+                    model = %self.settings.model,
+                    "the stream ended before its first chunk; asking for the whole answer at once"
+                );
+                let whole = self.whole(request, shape).await?;
+                futures::stream::iter([Ok(whole)]).boxed()
+            }
+        };
+        let mut decoder = Decoder::default();
+        let events = opened
+            .flat_map(move |chunk| {
+                let events: Vec<Result<ModelEvent, ModelError>> = match chunk {
+                    Ok(chunk) => decoder.events(chunk).into_iter().map(Ok).collect(),
+                    Err(e) => vec![Err(error(e))],
+                };
+                futures::stream::iter(events)
+            })
+            .boxed();
+        // In every mode: a server that was sent the tools natively may still hand
+        // back its grammar's text (llama-cpp-python's `functions.NAME:`), and a
+        // model may write a call as text whatever it was told.
+        Ok(text_calls::detect(
+            events,
+            &request.tools,
+            &request.messages,
+        ))
     }
 }
 
@@ -970,10 +1097,17 @@ mod tests {
     const PLAIN: Shape = Shape {
         plain: true,
         required: false,
+        text: false,
     };
     const NOT_REQUIRED: Shape = Shape {
         plain: false,
         required: false,
+        text: false,
+    };
+    const TEXT: Shape = Shape {
+        plain: true,
+        required: false,
+        text: true,
     };
 
     #[test]
@@ -1003,25 +1137,88 @@ mod tests {
             retry_after: None,
         };
         for status in [400, 422] {
-            assert_eq!(Shape::FULL.after(&upstream(status), false), Some(PLAIN));
-            assert_eq!(Shape::FULL.after(&upstream(status), true), Some(PLAIN));
-            assert_eq!(NOT_REQUIRED.after(&upstream(status), false), Some(PLAIN));
-            assert_eq!(PLAIN.after(&upstream(status), false), None, "once");
+            assert_eq!(
+                Shape::FULL.after(&upstream(status), false, false),
+                Some(PLAIN)
+            );
+            assert_eq!(
+                Shape::FULL.after(&upstream(status), true, false),
+                Some(PLAIN)
+            );
+            assert_eq!(
+                NOT_REQUIRED.after(&upstream(status), false, false),
+                Some(PLAIN)
+            );
+            assert_eq!(PLAIN.after(&upstream(status), false, false), None, "once");
         }
         // A 500 is the shape's only when it asked for a required call; otherwise
         // it is the router's to retry, as a transient failure.
-        assert_eq!(Shape::FULL.after(&upstream(500), true), Some(NOT_REQUIRED));
-        assert_eq!(Shape::FULL.after(&upstream(500), false), None);
+        assert_eq!(
+            Shape::FULL.after(&upstream(500), true, false),
+            Some(NOT_REQUIRED)
+        );
+        assert_eq!(Shape::FULL.after(&upstream(500), false, false), None);
         for status in [401, 403, 404, 408, 413, 429, 502, 503, 504] {
-            assert_eq!(Shape::FULL.after(&upstream(status), true), None, "{status}");
+            assert_eq!(
+                Shape::FULL.after(&upstream(status), true, false),
+                None,
+                "{status}"
+            );
         }
         for other in [
             ModelError::RateLimited { retry_after: None },
             ModelError::Connection(String::new()),
             ModelError::Timeout(String::new()),
         ] {
-            assert_eq!(Shape::FULL.after(&other, true), None, "{other}");
+            assert_eq!(Shape::FULL.after(&other, true, false), None, "{other}");
         }
+    }
+
+    #[test]
+    fn a_server_that_cannot_take_tools_gets_them_in_the_prompt_in_auto_mode_only() {
+        let refused = |status, message: &str| ModelError::Upstream {
+            status,
+            message: message.to_owned(),
+            retry_after: None,
+        };
+        for (status, message) in [
+            (
+                400,
+                "registry.ollama.ai/library/gemma:2b does not support tools",
+            ),
+            (
+                400,
+                "\"auto\" tool choice requires --enable-auto-tool-choice and --tool-call-parser to be set",
+            ),
+            (500, "tools param requires --jinja flag"),
+        ] {
+            let refused = refused(status, message);
+            assert_eq!(
+                Shape::FULL.after(&refused, false, true),
+                Some(TEXT),
+                "{message}"
+            );
+            assert_eq!(PLAIN.after(&refused, false, true), Some(TEXT), "{message}");
+            assert_eq!(TEXT.after(&refused, false, true), None, "once: {message}");
+            assert_ne!(
+                Shape::FULL.after(&refused, false, false),
+                Some(TEXT),
+                "native: {message}"
+            );
+        }
+        // The tools in the prompt, none in the request.
+        let body = model(ToolCallMode::Auto, false).body(&after_a_call(), TEXT);
+        assert!(body.get("tools").is_none(), "{body}");
+        assert!(
+            body["messages"][0]["content"]
+                .as_str()
+                .unwrap()
+                .contains("<tool_call>"),
+            "{body}"
+        );
+        // A message about a tool result's id is a malformed conversation, not this.
+        let other = refused(400, "tool_call_id call_1 has no matching tool call");
+        assert_eq!(Shape::FULL.after(&other, false, true), Some(PLAIN));
     }
 
     #[tokio::test]

@@ -1,5 +1,8 @@
 //! Tool output as the model is given it: cut at a cap, saying so.
 
+/// What begins the note after output the cap cut.
+pub const TRUNCATED: &str = "\n…[output truncated: ";
+
 /// Output past the cap is cut, and says so, so the model knows it saw a part.
 pub fn capped(text: String, max: usize) -> String {
     if text.len() <= max {
@@ -10,7 +13,7 @@ pub fn capped(text: String, max: usize) -> String {
         cut -= 1;
     }
     format!(
-        "{}\n…[output truncated: the first {cut} of {} bytes are shown; ask for less, e.g. with a smaller limit or a filter]",
+        "{}{TRUNCATED}the first {cut} of {} bytes are shown; ask for less, e.g. with a smaller limit or a filter]",
         &text[..cut],
         text.len()
     )

@@ -74,6 +74,13 @@ impl ModelRouter {
         self.candidates.first().map_or("", |c| c.model.name())
     }
 
+    /// Whether `model` (one of the router's) is marked small.
+    pub fn is_small(&self, model: &str) -> bool {
+        self.candidates
+            .iter()
+            .any(|c| c.model.name() == model && c.model.small())
+    }
+
     pub fn models(&self) -> impl Iterator<Item = &str> {
         self.candidates.iter().map(|c| c.model.name())
     }

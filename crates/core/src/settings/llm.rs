@@ -31,6 +31,10 @@ pub struct ModelProfile {
     /// Most tokens the tool definitions may take in the prompt (default: none for a
     /// model not marked small, 2,000 for a small one).
     pub tool_budget: Option<u32>,
+    /// Most tokens one tool result may take in the prompt: long lists are cut, with
+    /// a note of what is not shown (default: none for a model not marked small, 600
+    /// for a small one).
+    pub result_budget: Option<u32>,
     /// The first turn of each question must call a tool (`tool_choice: "required"`),
     /// for models that otherwise answer from what they imagine.
     pub require_tool_call: bool,
@@ -45,10 +49,14 @@ pub struct ModelProfile {
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq, serde::Deserialize, clap::ValueEnum)]
 #[serde(rename_all = "lowercase")]
 pub enum ToolCallMode {
-    /// Native `tool_calls` deltas, and text that is one call naming an offered tool.
+    /// The tools are sent in the request, as in `Native`; a server that refuses
+    /// them (a model without tool support) is then asked with them in the prompt,
+    /// as in `Text`, from then on.
     #[default]
     Auto,
-    /// Native `tool_calls` deltas only.
+    /// The tools are sent in the request, and calls come as `tool_calls` deltas.
+    /// In every mode, text that is nothing but calls naming offered tools is read as
+    /// those calls (a server's grammar or a small model may write them as text).
     Native,
     /// The tools are described in the system prompt; calls come as text.
     Text,

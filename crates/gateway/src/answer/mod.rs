@@ -13,6 +13,7 @@ mod pipeline;
 pub mod ports;
 mod prompt;
 pub mod recorder;
+mod repeats;
 mod turn;
 
 #[cfg(test)]
@@ -104,10 +105,11 @@ impl Answerer {
         let catalogue = self.tools.catalogue().await;
         let offered = self.offered(&catalogue, answer.user);
         let mut budget = self.limits.tool_calls_per_question;
+        let mut repeats = repeats::Repeats::default();
+        let mut answer_now = false;
         for turn in 0..self.limits.max_iterations {
-            let reply = self
-                .model_turn(answer, &run.messages, &offered, turn)
-                .await?;
+            let tools = if answer_now { &[][..] } else { &offered[..] };
+            let reply = self.model_turn(answer, &run.messages, tools, turn).await?;
             run.usage.add(reply.usage);
             run.model.clone_from(&reply.model);
             run.messages.push(Message::Assistant {
@@ -117,9 +119,14 @@ impl Answerer {
             if reply.calls.is_empty() {
                 return Ok(Finish::Stop);
             }
-            let results = self
-                .run_calls(answer, &catalogue, &reply, &mut budget)
-                .await?;
+            let results =
+                if repeats.all_repeated(&reply.calls) && self.models.is_small(&reply.model) {
+                    answer_now = true;
+                    self.refuse_repeats(answer, &catalogue, &reply).await?
+                } else {
+                    self.run_calls(answer, &catalogue, &reply, &mut budget)
+                        .await?
+                };
             for (call, content) in reply.calls.iter().zip(results) {
                 answer.recorder.tool_result(&call.id, &content).await?;
                 run.messages.push(Message::Tool {
