@@ -316,5 +316,15 @@ async fn with_resuming_switched_off_a_crash_ends_the_answer_as_interrupted() {
     assert_eq!(error.data["code"], "interrupted");
     assert_eq!(rest.last().unwrap().event, "done");
     assert_eq!(llm.requests().len(), 1, "the model is not asked again");
+    let db = one.db().await;
+    let (askers,): (i64,) = sqlx::query_as("SELECT COUNT(*) FROM answer_askers")
+        .fetch_one(db.pool())
+        .await
+        .unwrap();
+    assert_eq!(
+        askers, 0,
+        "who asked an ended answer (and their token) is not kept"
+    );
+    db.close().await;
     llm.stop().await;
 }

@@ -1,6 +1,7 @@
-//! Ending an answer whose replica died (or, without Redis, whose process did): every
-//! viewer gets `error` `interrupted` and `done`, and the stored answer gets every
-//! token that was ever shown, read back from the answer's log.
+//! Ending an answer whose replica died (or, without Redis, whose process did) and that
+//! cannot go on (`chat::resume`): every viewer gets `error` `interrupted` and `done`,
+//! and the stored answer gets every token that was ever shown, read back from the
+//! answer's log.
 
 use super::{LiveError, LoggedEvent};
 use crate::answer::ports::AnswerRef;
@@ -19,6 +20,8 @@ pub(super) async fn finish(
 ) -> Result<Vec<LoggedEvent>, LiveError> {
     let shown: String = events.iter().filter_map(LoggedEvent::token_text).collect();
     store.keep_interrupted(answer, &shown).await?;
+    // Nobody goes on with it: who asked it (and their token) is not kept.
+    store.forget_asker(&answer.message).await?;
     if events.last().is_some_and(LoggedEvent::is_done) {
         return Ok(Vec::new());
     }

@@ -154,6 +154,13 @@ impl Answerer {
         let key = stored.idempotency_key.clone().or_else(|| {
             (!tool.read_only).then(|| idempotency_key(&recorder.answer().message, &stored.id))
         });
+        tracing::info!(
+            tool = %tool.exposed,
+            call_id = %stored.id,
+            was = %stored.status,
+            write = key.is_some(),
+            "sending a call again after a takeover"
+        );
         let started = recorder.call_again(&stored.id, &tool.server, &tool.tool);
         let sending = Sending {
             tool,
