@@ -478,15 +478,35 @@ async fn a_small_model_that_repeats_its_call_is_asked_to_answer_without_tools() 
         last.get("tools").is_none(),
         "the answer's turn offers no tools: {last}"
     );
-    let told = last["messages"].as_array().unwrap().last().unwrap().clone();
-    assert_eq!(told["role"], "tool", "{told}");
+    // It is asked as a plain question with the result in it: no call to copy.
+    let sent = last["messages"].as_array().unwrap();
     assert!(
-        told["content"]
-            .as_str()
-            .unwrap()
-            .contains("already made this exact call"),
-        "{told}"
+        sent.iter()
+            .all(|m| m["role"] == "system" || m["role"] == "user"),
+        "{last}"
     );
+    let asked = sent.last().unwrap()["content"].as_str().unwrap();
+    assert!(asked.starts_with("How many tables are there?"), "{asked}");
+    assert!(
+        asked.contains(r#"resos__getTables({"limit": 1}) returned:"#),
+        "{asked}"
+    );
+    assert!(asked.contains("\"total\""), "the result is in it: {asked}");
+    app.stop().await;
+
+    // Asked so, it writes the call again: not shown; the person is told.
+    let written = "functions.resos__getTables:\n{\"limit\": 1}";
+    let script = Script::new([again(), again(), streamed(written)]).like(Server::LlamaCppPython);
+    let small = ModelProfile {
+        small: true,
+        ..ModelProfile::default()
+    };
+    let (app, events) = ask_with(script, ToolCallMode::Native, small, None).await;
+    let shown = answer(&events);
+    assert!(!shown.contains("functions."), "{shown}");
+    assert!(shown.contains("did not write an answer"), "{shown}");
+    assert_eq!(statuses(&events), ["ok", "denied", "denied"]);
+    assert_eq!(events.last().unwrap().data["finish_reason"], "stop");
     app.stop().await;
 
     // A model not marked small keeps every call it makes.

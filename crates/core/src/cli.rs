@@ -320,6 +320,11 @@ pub struct GatewayArgs {
     #[arg(long, env = "MAITRED_LLM_REQUIRE_TOOL_CALL", default_value_t = false, action = clap::ArgAction::Set)]
     pub llm_require_tool_call: bool,
 
+    /// At start, send the model the prompt every question begins with, for one token:
+    /// a local server keeps what it read, and the first question does not wait for it.
+    #[arg(long, env = "MAITRED_LLM_WARM_UP", default_value_t = false, action = clap::ArgAction::Set)]
+    pub llm_warm_up: bool,
+
     /// How long to wait for this model's first token (default: the resilience setting).
     #[arg(long, env = "MAITRED_LLM_FIRST_TOKEN_TIMEOUT")]
     pub llm_first_token_timeout: Option<Span>,

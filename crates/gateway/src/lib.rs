@@ -284,6 +284,17 @@ pub async fn router(
         },
         metrics: gateway_metrics.clone(),
     });
+    // Shutting down does not wait for a model to read its prompt.
+    tasks.spawn({
+        let answerer = answerer.clone();
+        let shutdown = shutdown.clone();
+        async move {
+            tokio::select! {
+                () = answerer.warm_up() => {}
+                () = shutdown.cancelled() => {}
+            }
+        }
+    });
     live.resume_with(Arc::new(chat::resume::Resumer::new(
         answerer.clone(),
         store.clone(),

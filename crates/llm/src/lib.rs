@@ -68,6 +68,9 @@ pub struct ChatRequest {
     pub tools: Vec<ToolDef>,
     pub temperature: Option<f32>,
     pub max_tokens: Option<u32>,
+    /// The model must answer now: `tools` are not offered to it, only read from
+    /// its text, so a call it writes anyway is not shown as the answer.
+    pub answer_only: bool,
 }
 
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize)]
@@ -167,5 +170,17 @@ pub trait ChatModel: Send + Sync {
     /// the same tool again and again.
     fn small(&self) -> bool {
         false
+    }
+
+    /// Whether this model's profile asks for it to be warmed up at start.
+    fn wants_warm_up(&self) -> bool {
+        false
+    }
+
+    /// Sends `request` for one token and drops the answer: a local server keeps the
+    /// prompt it read (llama.cpp's prompt cache), so the first question shares it.
+    fn warm_up(&self, request: ChatRequest) -> BoxFuture<'_, Result<(), ModelError>> {
+        let _ = request;
+        Box::pin(async { Ok(()) })
     }
 }

@@ -270,7 +270,12 @@ impl OpenAiModel {
     fn body(&self, request: &ChatRequest, shape: Shape) -> Value {
         let text_mode = self.settings.tool_calls == ToolCallMode::Text || shape.text;
         let profile = &self.settings.profile;
-        let (tools, compaction, tool_tokens) = budget::fit(&request.tools, profile);
+        let offered = if request.answer_only {
+            &[][..]
+        } else {
+            &request.tools[..]
+        };
+        let (tools, compaction, tool_tokens) = budget::fit(offered, profile);
         self.fitted.call_once(|| {
             tracing::info!(
                 model = %self.settings.model,
@@ -761,6 +766,23 @@ impl ChatModel for OpenAiModel {
         self.settings.profile.small
     }
 
+    fn wants_warm_up(&self) -> bool {
+        self.settings.profile.warm_up
+    }
+
+    fn warm_up(&self, request: ChatRequest) -> BoxFuture<'_, Result<(), ModelError>> {
+        Box::pin(async move {
+            let mut body = self.body(&request, self.shape());
+            body["stream"] = false.into();
+            body["max_tokens"] = 1.into();
+            if let Some(body) = body.as_object_mut() {
+                body.remove("stream_options");
+                body.remove("tool_choice");
+            }
+            self.complete(body).await.map(drop)
+        })
+    }
+
     fn stream(&self, request: ChatRequest) -> BoxFuture<'_, Result<EventStream, ModelError>> {
         Box::pin(async move {
             let events = self.events(&request).await?;
@@ -812,6 +834,7 @@ impl OpenAiModel {
         let shape = self.shape();
         let text_mode = self.settings.tool_calls == ToolCallMode::Text || shape.text;
         self.settings.profile.require_tool_call
+            && !request.answer_only
             && !request.tools.is_empty()
             && first_turn(&request.messages)
             && (text_mode || !shape.required)

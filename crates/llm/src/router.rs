@@ -74,6 +74,33 @@ impl ModelRouter {
         self.candidates.first().map_or("", |c| c.model.name())
     }
 
+    /// Whether any model's profile asks for a warm-up.
+    pub fn wants_warm_up(&self) -> bool {
+        self.candidates.iter().any(|c| c.model.wants_warm_up())
+    }
+
+    /// Warms up each model whose profile asks for it with `request` (the prompt every
+    /// question begins with), one after the other; a failure is only logged.
+    pub async fn warm_up(&self, request: &ChatRequest) {
+        for candidate in &self.candidates {
+            let model = &candidate.model;
+            if !model.wants_warm_up() {
+                continue;
+            }
+            let started = std::time::Instant::now();
+            match model.warm_up(request.clone()).await {
+                Ok(()) => tracing::info!(
+                    model = model.name(),
+                    took_ms = started.elapsed().as_millis() as u64,
+                    "warmed up: the model's server has read the prompt every question begins with"
+                ),
+                Err(error) => {
+                    tracing::warn!(model = model.name(), %error, "warming up the model failed")
+                }
+            }
+        }
+    }
+
     /// Whether `model` (one of the router's) is marked small.
     pub fn is_small(&self, model: &str) -> bool {
         self.candidates

@@ -165,6 +165,18 @@ impl ScriptedLlm {
         Self::start(script.with_api_key(key)).await
     }
 
+    /// Serves on 127.0.0.1 a model that answers each request with the turn `respond`
+    /// chooses from the request's JSON body (its `messages`, `tools`, …), instead of
+    /// playing turns in order: for many conversations at once, each at its own step
+    /// (soak and chaos runs). Requests are checked and recorded as with a script.
+    pub async fn start_responding(
+        respond: impl Fn(&serde_json::Value) -> Turn + Send + Sync + 'static,
+    ) -> std::io::Result<Self> {
+        let llm = Self::start(Script::new([])).await?;
+        llm.shared.respond_with(Arc::new(respond));
+        Ok(llm)
+    }
+
     /// Serves `script` on an already bound listener.
     pub fn start_on(listener: TcpListener, script: Script) -> Self {
         // A bound listener always has a local address; the fallback only keeps

@@ -38,7 +38,12 @@ pub(crate) struct Shared {
 struct ScriptState {
     turns: VecDeque<Turn>,
     repeat: Option<Turn>,
+    /// Chooses each turn from the request's body (see [`crate::ScriptedLlm::start_responding`]).
+    respond: Option<Responder>,
 }
+
+/// Chooses the turn that answers a request, from its JSON body.
+pub(crate) type Responder = Arc<dyn Fn(&Value) -> Turn + Send + Sync>;
 
 /// A poisoned lock only means a test thread panicked while holding it; the
 /// data (a list of requests, a queue of turns) is still consistent.
@@ -58,11 +63,13 @@ impl Shared {
             ScriptState {
                 repeat: turns.into_iter().next(),
                 turns: VecDeque::new(),
+                respond: None,
             }
         } else {
             ScriptState {
                 turns: turns.into(),
                 repeat: None,
+                respond: None,
             }
         };
         Self {
@@ -96,7 +103,16 @@ impl Shared {
         matches!(next, Some(Turn::ToolCalls { .. }))
     }
 
-    fn next_turn(&self) -> Option<Turn> {
+    /// Answers every request with the turn `respond` chooses for it.
+    pub(crate) fn respond_with(&self, respond: Responder) {
+        lock(&self.script).respond = Some(respond);
+    }
+
+    fn next_turn(&self, body: &Value) -> Option<Turn> {
+        let respond = lock(&self.script).respond.clone();
+        if let Some(respond) = respond {
+            return Some(respond(body));
+        }
         let mut state = lock(&self.script);
         match &state.repeat {
             Some(turn) => Some(turn.clone()),
@@ -267,7 +283,7 @@ async fn chat_completions(
             invalid.code,
         );
     }
-    let Some(turn) = shared.next_turn() else {
+    let Some(turn) = shared.next_turn(&body) else {
         tracing::warn!(request = number, "scripted LLM script has no more turns");
         return error_response(
             StatusCode::INTERNAL_SERVER_ERROR,

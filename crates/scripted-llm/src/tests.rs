@@ -1035,3 +1035,28 @@ async fn raw_turns_send_their_lines_exactly() {
     assert_eq!(round_trip, script);
     assert!(Script::from_json(r#"{"turns": [{"raw": ["{}"], "text": "x"}]}"#).is_err());
 }
+
+#[tokio::test]
+async fn a_responder_answers_each_request_from_its_body() {
+    let llm = ScriptedLlm::start_responding(|body: &Value| {
+        let question = body["messages"][0]["content"].as_str().unwrap_or_default();
+        Turn::text(format!("You said {question}"))
+    })
+    .await
+    .unwrap();
+    for question in ["one", "two", "one"] {
+        let body = ask_text(&llm, question).await;
+        let text: String = data_lines(&body)
+            .iter()
+            .filter_map(|line| serde_json::from_str::<Value>(line).ok())
+            .filter_map(|chunk| {
+                chunk["choices"][0]["delta"]["content"]
+                    .as_str()
+                    .map(str::to_owned)
+            })
+            .collect();
+        assert_eq!(text, format!("You said {question}"));
+    }
+    assert_eq!(llm.requests().len(), 3);
+    llm.stop().await;
+}

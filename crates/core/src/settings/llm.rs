@@ -38,6 +38,10 @@ pub struct ModelProfile {
     /// The first turn of each question must call a tool (`tool_choice: "required"`),
     /// for models that otherwise answer from what they imagine.
     pub require_tool_call: bool,
+    /// At start, send the model the prompt every question begins with (the system
+    /// prompt and the tools) for one token: a local server keeps what it read, so the
+    /// first question does not wait for it.
+    pub warm_up: bool,
     /// How long to wait for this model's first token, instead of the resilience
     /// setting's (slow hardware: a small model on two cores reads a prompt at
     /// 50-100 tokens a second).

@@ -173,6 +173,7 @@ fn gateway_from(defaults: GatewaySettings, args: &GatewayArgs) -> anyhow::Result
                 tool_budget: args.llm_tool_budget,
                 result_budget: args.llm_result_budget,
                 require_tool_call: args.llm_require_tool_call,
+                warm_up: args.llm_warm_up,
                 first_token_timeout: args.llm_first_token_timeout.map(Into::into),
             },
         }),

@@ -15,6 +15,7 @@ mod prompt;
 pub mod recorder;
 mod repeats;
 mod turn;
+mod warm_up;
 
 #[cfg(test)]
 mod tests;
@@ -108,8 +109,14 @@ impl Answerer {
         let mut repeats = repeats::Repeats::default();
         let mut answer_now = false;
         for turn in 0..self.limits.max_iterations {
-            let tools = if answer_now { &[][..] } else { &offered[..] };
-            let reply = self.model_turn(answer, &run.messages, tools, turn).await?;
+            let reply = if answer_now {
+                let messages = repeats::answer_from_results(&run.messages);
+                self.model_turn(answer, &messages, &offered, true, turn)
+                    .await?
+            } else {
+                self.model_turn(answer, &run.messages, &offered, false, turn)
+                    .await?
+            };
             run.usage.add(reply.usage);
             run.model.clone_from(&reply.model);
             run.messages.push(Message::Assistant {
@@ -119,14 +126,13 @@ impl Answerer {
             if reply.calls.is_empty() {
                 return Ok(Finish::Stop);
             }
-            let results =
-                if repeats.all_repeated(&reply.calls) && self.models.is_small(&reply.model) {
-                    answer_now = true;
-                    self.refuse_repeats(answer, &catalogue, &reply).await?
-                } else {
-                    self.run_calls(answer, &catalogue, &reply, &mut budget)
-                        .await?
-                };
+            let repeated = repeats.all_repeated(&reply.calls) && self.models.is_small(&reply.model);
+            let results = if repeated || answer_now {
+                self.refuse_repeats(answer, &catalogue, &reply).await?
+            } else {
+                self.run_calls(answer, &catalogue, &reply, &mut budget)
+                    .await?
+            };
             for (call, content) in reply.calls.iter().zip(results) {
                 answer.recorder.tool_result(&call.id, &content).await?;
                 run.messages.push(Message::Tool {
@@ -134,6 +140,13 @@ impl Answerer {
                     content,
                 });
             }
+            if answer_now {
+                // Asked to answer from the results, it called again: the person has
+                // the results on the calls' cards, and is told so.
+                answer.recorder.token(repeats::NO_ANSWER.to_owned()).await?;
+                return Ok(Finish::Stop);
+            }
+            answer_now = repeated;
         }
         let note = format!(
             "\n\n_Stopped after {} steps without a final answer._",

@@ -3,13 +3,15 @@
 //! under llama-cpp-python's `chatml-function-calling` does so for most questions,
 //! since that grammar lets a turn begin only with a call or a message. For a model
 //! marked small, a turn whose calls all repeat calls this answer already made is not
-//! run: each call is told that its result is above, and the next turn is offered no
-//! tools, so the model answers from what it has.
+//! run: each call is told that its result is above, and the next turn is asked as a
+//! plain question with the results written into it, no tools offered and no calls in
+//! sight to copy, so the model answers from what it has. Should it still write a
+//! call, that is not shown: the person is told the model wrote no answer.
 //!
 //! Larger models keep every call: a repeat can be meant (a status polled until a job
 //! is done), and they stop by themselves.
 
-use std::collections::HashSet;
+use std::collections::{HashMap, HashSet};
 
 use serde_json::Value;
 
@@ -17,12 +19,67 @@ use super::recorder::ShownCall;
 use super::turn::Reply;
 use super::{Answer, Answerer, Stop};
 use crate::tools::Catalogue;
-use maitred_llm::ToolCall;
+use maitred_llm::{Message, ToolCall, results};
 use maitred_protocol::ids::{CallStatus, ToolCallId};
 
 /// What the model is told of a call it already made.
 const REPEATED: &str = "You already made this exact call in this answer; its result is above. \
 It was not run again. Do not call any tool now: answer the user's question from the results you have.";
+
+/// What the person is told when the model, asked to answer from the results, called
+/// a tool again.
+pub(super) const NO_ANSWER: &str = "_The model did not write an answer from these results: \
+what the tools returned is shown on the calls above._";
+
+/// The conversation for a model that must answer now: as it was up to the question,
+/// and the question with this answer's tool results written after it (each fitted to
+/// a small model's budget), so nothing in it is a call the model could copy.
+pub(super) fn answer_from_results(messages: &[Message]) -> Vec<Message> {
+    let Some(asked) = messages
+        .iter()
+        .rposition(|m| matches!(m, Message::User { .. }))
+    else {
+        return messages.to_vec();
+    };
+    let calls: HashMap<&str, &ToolCall> = messages[asked..]
+        .iter()
+        .flat_map(|m| match m {
+            Message::Assistant { tool_calls, .. } => tool_calls.as_slice(),
+            _ => &[],
+        })
+        .map(|c| (c.id.as_str(), c))
+        .collect();
+    let mut results = String::new();
+    for message in &messages[asked..] {
+        if let Message::Tool {
+            tool_call_id,
+            content,
+        } = message
+            && content != REPEATED
+            && let Some(call) = calls.get(tool_call_id.as_str())
+        {
+            let budget = results::SMALL_MODEL_RESULT_BUDGET as usize;
+            results.push_str(&format!(
+                "\n\n{}({}) returned:\n{}",
+                call.name,
+                call.arguments.trim(),
+                results::fit(content, budget)
+            ));
+        }
+    }
+    let mut conversation = messages[..asked].to_vec();
+    let question = match &messages[asked] {
+        Message::User { content } => content.as_str(),
+        _ => "",
+    };
+    conversation.push(Message::User {
+        content: format!(
+            "{question}\n\nWhat the tools returned for this question:{results}\n\n\
+             Answer the question above from these results only, in plain words. Do not call a tool."
+        ),
+    });
+    conversation
+}
 
 /// The calls an answer has made, by tool and arguments.
 #[derive(Default)]

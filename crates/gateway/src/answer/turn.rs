@@ -29,6 +29,7 @@ impl Answerer {
         answer: &Answer<'_>,
         messages: &[Message],
         tools: &[ToolDef],
+        answer_only: bool,
         turn: u32,
     ) -> Result<Reply, Stop> {
         let recorder = answer.recorder;
@@ -38,6 +39,7 @@ impl Answerer {
             tools: tools.to_vec(),
             temperature: None,
             max_tokens: None,
+            answer_only,
         };
         // Notes arrive while the router works; fallbacks are told to the viewers
         // once it is done, still before the first token.
