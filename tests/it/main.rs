@@ -20,6 +20,7 @@ mod helpers;
 
 mod api;
 mod bookings;
+mod chaos;
 mod chat;
 mod crash;
 mod delegation;

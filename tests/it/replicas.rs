@@ -110,21 +110,40 @@ fn script() -> Script {
     ])
 }
 
-struct Cluster {
+/// Three gateways (leases of 3 s), a backend and an MCP role, on PostgreSQL and a
+/// private Redis, behind nginx.
+pub(crate) struct Cluster {
     _redis: Redis,
-    nginx: Nginx,
-    gateways: Vec<Maitred>,
-    urls: Vec<String>,
+    pub(crate) nginx: Nginx,
+    pub(crate) gateways: Vec<Maitred>,
+    /// Each gateway's own URL.
+    pub(crate) urls: Vec<String>,
     _roles: Vec<Maitred>,
-    db: Db,
-    token: String,
-    http: reqwest::Client,
+    pub(crate) db: Db,
+    pub(crate) token: String,
+    pub(crate) http: reqwest::Client,
     /// The backend's and the gateway's public URLs (through nginx).
     public_backend: String,
-    public_gateway: String,
+    pub(crate) public_gateway: String,
 }
 
 async fn cluster(llm: &ScriptedLlm, data: &Path) -> Cluster {
+    cluster_with(
+        llm,
+        data,
+        "[limits]\nconcurrent_generations = 2\nrequests_per_minute = 600\n",
+        &[],
+    )
+    .await
+}
+
+/// The cluster, its gateways configured by `gateway_toml` and `gateway_env`.
+pub(crate) async fn cluster_with(
+    llm: &ScriptedLlm,
+    data: &Path,
+    gateway_toml: &str,
+    gateway_env: &[(&'static str, String)],
+) -> Cluster {
     let Some(Database::Postgres(base)) = Database::postgres() else {
         panic!("the replicas need PostgreSQL: set TEST_DATABASE_URL");
     };
@@ -135,11 +154,7 @@ async fn cluster(llm: &ScriptedLlm, data: &Path) -> Cluster {
     let gateway_ports = [free_port(), free_port(), free_port()];
     let public = |port: u16| format!("http://127.0.0.1:{port}");
     let config = data.join("gateway.toml");
-    std::fs::write(
-        &config,
-        "[limits]\nconcurrent_generations = 2\nrequests_per_minute = 600\n",
-    )
-    .unwrap();
+    std::fs::write(&config, gateway_toml).unwrap();
     // Every process knows every role by the proxy's public URLs, as behind nginx.
     let common = vec![
         ("DATABASE_URL", database_url),
@@ -168,6 +183,7 @@ async fn cluster(llm: &ScriptedLlm, data: &Path) -> Cluster {
             ("MAITRED_LLM_MODEL", "scripted".to_owned()),
             ("MAITRED_GATEWAY_CONFIG", config.display().to_string()),
         ]);
+        env.extend(gateway_env.iter().cloned());
         gateways.push(Maitred::start(&["gateway"], data, &env, &[&public(port)]).await);
     }
     let nginx = Nginx::start_upstreams(listen, [&[backend_port], &gateway_ports, &[mcp_port]]);
