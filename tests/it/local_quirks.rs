@@ -488,9 +488,10 @@ async fn a_small_model_that_repeats_its_call_is_asked_to_answer_without_tools() 
     let asked = sent.last().unwrap()["content"].as_str().unwrap();
     assert!(asked.starts_with("How many tables are there?"), "{asked}");
     assert!(
-        asked.contains(r#"resos__getTables({"limit": 1}) returned:"#),
+        asked.contains(r#"getTables({"limit": 1}) returned:"#),
         "{asked}"
     );
+    assert!(!asked.contains("resos__"), "named as the tool: {asked}");
     assert!(asked.contains("\"total\""), "the result is in it: {asked}");
     app.stop().await;
 
@@ -535,7 +536,10 @@ async fn a_model_without_tool_support_gets_the_tools_in_its_prompt_in_auto_mode(
     for later in &requests[1..] {
         assert!(later.body.get("tools").is_none(), "{}", later.body);
         let system = later.body["messages"][0]["content"].as_str().unwrap();
-        assert!(system.contains("resos__getTables("), "{system}");
+        assert!(
+            system.contains(r#""name":"resos__getTables""#),
+            "{system}"
+        );
     }
     // Remembered: the next question goes in the same shape at once.
     let token = app.chat_token().await;
@@ -634,5 +638,41 @@ async fn a_small_model_reads_long_results_cut_to_its_budget() {
     let content = result["content"].as_str().unwrap();
     assert!(content.chars().count() <= 1_200, "{content}");
     assert!(content.contains("more not shown"), "{content}");
+    app.stop().await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_small_model_that_wanders_from_tool_to_tool_is_asked_to_answer_after_three_turns() {
+    let call = |id: &str, tool: &str| Turn::tool_calls([ToolCallSpec::new(id, tool, "{}")]);
+    let script = Script::new([
+        call("call_1", "resos__getTables"),
+        call("call_2", "resos__getOpeningHours"),
+        call("call_3", "resos__getCustomers"),
+        Turn::text(FINAL),
+    ]);
+    let small = ModelProfile {
+        small: true,
+        ..ModelProfile::default()
+    };
+    let (app, events) = ask_with(script, ToolCallMode::Native, small, None).await;
+    completed_showing(&events, FINAL);
+    assert_eq!(statuses(&events), ["ok", "ok", "ok"]);
+    let requests = app.llm.as_ref().unwrap().requests();
+    assert_eq!(requests.len(), 4);
+    for turn in &requests[..3] {
+        assert!(turn.body.get("tools").is_some());
+    }
+    let last = &requests[3].body;
+    assert!(last.get("tools").is_none(), "{last}");
+    let asked = last["messages"].as_array().unwrap().last().unwrap()["content"]
+        .as_str()
+        .unwrap()
+        .to_owned();
+    for tool in ["getTables", "getOpeningHours", "getCustomers"] {
+        assert!(
+            asked.contains(&format!("{tool}({{}}) returned:")),
+            "{asked}"
+        );
+    }
     app.stop().await;
 }

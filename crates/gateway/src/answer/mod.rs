@@ -146,7 +146,10 @@ impl Answerer {
                 answer.recorder.token(repeats::NO_ANSWER.to_owned()).await?;
                 return Ok(Finish::Stop);
             }
-            answer_now = repeated;
+            // A small model that has called tools for a few turns answers from what
+            // they returned, rather than wander from tool to tool.
+            answer_now = self.models.is_small(&reply.model)
+                && (repeated || turn + 1 >= repeats::SMALL_MODEL_TOOL_TURNS);
         }
         let note = format!(
             "\n\n_Stopped after {} steps without a final answer._",

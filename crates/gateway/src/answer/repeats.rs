@@ -26,6 +26,11 @@ use maitred_protocol::ids::{CallStatus, ToolCallId};
 const REPEATED: &str = "You already made this exact call in this answer; its result is above. \
 It was not run again. Do not call any tool now: answer the user's question from the results you have.";
 
+/// Turns with tool calls a small model is given before it is asked to answer from
+/// what the tools returned: the 0.5 B models that need this do not plan longer chains,
+/// and left alone they wander from tool to tool until the turn budget is spent.
+pub(super) const SMALL_MODEL_TOOL_TURNS: u32 = 3;
+
 /// What the person is told when the model, asked to answer from the results, called
 /// a tool again.
 pub(super) const NO_ANSWER: &str = "_The model did not write an answer from these results: \
@@ -58,12 +63,19 @@ pub(super) fn answer_from_results(messages: &[Message]) -> Vec<Message> {
             && content != REPEATED
             && let Some(call) = calls.get(tool_call_id.as_str())
         {
+            // Named as the tool, not as `server__tool`: a small model copies what it
+            // reads, and the person should not see the wire name in the answer.
             let budget = results::SMALL_MODEL_RESULT_BUDGET as usize;
+            let short = |text: &str| {
+                calls.values().fold(text.to_owned(), |text, c| {
+                    text.replace(&c.name, short_name(&c.name))
+                })
+            };
             results.push_str(&format!(
                 "\n\n{}({}) returned:\n{}",
-                call.name,
+                short_name(&call.name),
                 call.arguments.trim(),
-                results::fit(content, budget)
+                short(&results::fit(content, budget))
             ));
         }
     }
@@ -79,6 +91,11 @@ pub(super) fn answer_from_results(messages: &[Message]) -> Vec<Message> {
         ),
     });
     conversation
+}
+
+/// `getTables` for `resos__getTables`.
+fn short_name(exposed: &str) -> &str {
+    exposed.rsplit_once("__").map_or(exposed, |(_, tool)| tool)
 }
 
 /// The calls an answer has made, by tool and arguments.
