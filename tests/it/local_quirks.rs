@@ -536,10 +536,7 @@ async fn a_model_without_tool_support_gets_the_tools_in_its_prompt_in_auto_mode(
     for later in &requests[1..] {
         assert!(later.body.get("tools").is_none(), "{}", later.body);
         let system = later.body["messages"][0]["content"].as_str().unwrap();
-        assert!(
-            system.contains(r#""name":"resos__getTables""#),
-            "{system}"
-        );
+        assert!(system.contains(r#""name":"resos__getTables""#), "{system}");
     }
     // Remembered: the next question goes in the same shape at once.
     let token = app.chat_token().await;
@@ -674,5 +671,27 @@ async fn a_small_model_that_wanders_from_tool_to_tool_is_asked_to_answer_after_t
             "{asked}"
         );
     }
+    app.stop().await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_small_model_that_says_nothing_after_the_results_is_asked_once_more() {
+    let script = Script::new([
+        Turn::tool_calls([ToolCallSpec::new("call_1", "resos__getTables", "{}")]),
+        Turn::text(""),
+        Turn::text(FINAL),
+    ]);
+    let small = ModelProfile {
+        small: true,
+        ..ModelProfile::default()
+    };
+    let (app, events) = ask_with(script, ToolCallMode::Native, small, None).await;
+    completed_showing(&events, FINAL);
+    let requests = app.llm.as_ref().unwrap().requests();
+    assert_eq!(requests.len(), 3);
+    assert!(
+        requests[2].body.get("tools").is_none(),
+        "asked from the results"
+    );
     app.stop().await;
 }

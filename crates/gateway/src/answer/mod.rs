@@ -124,6 +124,16 @@ impl Answerer {
                 tool_calls: reply.calls.clone(),
             });
             if reply.calls.is_empty() {
+                // A small model that said nothing at all after its tools' results is
+                // asked once more, the results written into the question.
+                let silent = reply.text.trim().is_empty()
+                    && !answer_now
+                    && turn > 0
+                    && self.models.is_small(&reply.model);
+                if silent {
+                    answer_now = true;
+                    continue;
+                }
                 return Ok(Finish::Stop);
             }
             let repeated = repeats.all_repeated(&reply.calls) && self.models.is_small(&reply.model);
