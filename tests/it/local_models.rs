@@ -103,3 +103,41 @@ async fn a_slow_model_is_given_its_own_first_token_wait() {
     let answered = Box::pin(ask(Some(Duration::from_secs(5)))).await;
     assert_eq!(answer(&answered), "At last.");
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_model_marked_for_warm_up_reads_the_common_prompt_at_start() {
+    let script = Script::new([
+        Turn::text("."),
+        Turn::tool_calls([ToolCallSpec::new("c1", "resos__getTables", "{}".to_owned())]),
+        Turn::text("There are 20 tables."),
+    ]);
+    let app = TestApp::spawn_chat(&Database::Sqlite, Llm::Scripted(script), |s| {
+        if let Some(llm) = &mut s.gateway.llm {
+            llm.profile = ModelProfile {
+                warm_up: true,
+                ..ModelProfile::default()
+            };
+        }
+    })
+    .await;
+    let llm = app.llm.as_ref().unwrap();
+    let deadline = tokio::time::Instant::now() + Duration::from_secs(20);
+    while llm.requests().is_empty() && tokio::time::Instant::now() < deadline {
+        tokio::time::sleep(Duration::from_millis(100)).await;
+    }
+    // Before anyone asked: the system prompt and the tools, for one token, whole.
+    let warm = llm.requests()[0].body.clone();
+    assert_eq!(warm["max_tokens"], 1, "{warm}");
+    assert_eq!(warm["stream"], false, "{warm}");
+    assert_eq!(warm["tool_choice"], "auto", "{warm}");
+    assert_eq!(warm["tools"].as_array().unwrap().len(), 15, "{warm}");
+    let token = app.chat_token().await;
+    let events = app.ask(&token, "How many tables?", None).await.rest().await;
+    assert_eq!(answer(&events), "There are 20 tables.");
+    // The question's first request begins as the warm-up did: the same system prompt
+    // and the same tools, so the server reads only the question.
+    let asked = llm.requests()[1].body.clone();
+    assert_eq!(asked["messages"][0], warm["messages"][0]);
+    assert_eq!(asked["tools"], warm["tools"]);
+    app.stop().await;
+}

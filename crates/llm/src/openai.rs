@@ -777,7 +777,11 @@ impl ChatModel for OpenAiModel {
             body["max_tokens"] = 1.into();
             if let Some(body) = body.as_object_mut() {
                 body.remove("stream_options");
-                body.remove("tool_choice");
+            }
+            // "auto", as a question's turns ask: llama-cpp-python's
+            // chatml-function-calling leaves the tools out of the prompt without it.
+            if body.get("tools").is_some() {
+                body["tool_choice"] = "auto".into();
             }
             self.complete(body).await.map(drop)
         })

@@ -54,6 +54,12 @@ pub(super) fn answer_from_results(messages: &[Message]) -> Vec<Message> {
         })
         .map(|c| (c.id.as_str(), c))
         .collect();
+    // One budget for all the results: the model reads them all before its first word.
+    let answered = messages[asked..]
+        .iter()
+        .filter(|m| matches!(m, Message::Tool { content, .. } if content != REPEATED))
+        .count();
+    let budget = (results::SMALL_MODEL_RESULT_BUDGET as usize / answered.max(1)).max(150);
     let mut results = String::new();
     for message in &messages[asked..] {
         if let Message::Tool {
@@ -65,7 +71,6 @@ pub(super) fn answer_from_results(messages: &[Message]) -> Vec<Message> {
         {
             // Named as the tool, not as `server__tool`: a small model copies what it
             // reads, and the person should not see the wire name in the answer.
-            let budget = results::SMALL_MODEL_RESULT_BUDGET as usize;
             let short = |text: &str| {
                 calls.values().fold(text.to_owned(), |text, c| {
                     text.replace(&c.name, short_name(&c.name))
