@@ -114,7 +114,9 @@ fn named_calls(text: &str) -> Option<Vec<Map<String, Value>>> {
 /// JSON objects or arrays of objects, one or more, with nothing but whitespace
 /// between them; or one call a small model wrote not quite as JSON.
 fn objects(text: &str) -> Option<Vec<Map<String, Value>>> {
-    strict_objects(text).or_else(|| loose_call(text).map(|call| vec![call]))
+    strict_objects(text)
+        .or_else(|| strict_objects(&closed(text)))
+        .or_else(|| loose_call(text).map(|call| vec![call]))
 }
 
 fn strict_objects(text: &str) -> Option<Vec<Map<String, Value>>> {
@@ -216,11 +218,16 @@ fn closed(text: &str) -> String {
 /// Arguments that are not a JSON object are kept as written: the call is still the
 /// model's call, and the tool pipeline tells it what is wrong with them.
 fn read_call(mut call: Map<String, Value>) -> Option<(String, String)> {
-    let name = call.remove("name")?.as_str()?.to_owned();
-    let arguments = call
+    let mut arguments = call
         .remove("arguments")
         .or_else(|| call.remove("parameters"))
         .unwrap_or(Value::Object(Map::new()));
+    // A small model sometimes puts the name inside its arguments.
+    let name = match call.remove("name") {
+        Some(name) => name,
+        None => arguments.as_object_mut()?.remove("name")?,
+    };
+    let name = name.as_str()?.to_owned();
     let arguments = match arguments {
         Value::Null => "{}".to_owned(),
         Value::String(text) if text.trim().is_empty() => "{}".to_owned(),
@@ -685,6 +692,17 @@ mod tests {
                 OFFERED
             ),
             Some(vec![("resos__getTables".to_owned(), "four".to_owned())])
+        );
+        // The name inside the arguments, the last brace left out (Qwen 0.5 B).
+        assert_eq!(
+            parse(
+                r#"{"arguments":{"limit":5,"name":"resos__getCustomers"}"#,
+                OFFERED
+            ),
+            Some(vec![(
+                "resos__getCustomers".to_owned(),
+                r#"{"limit":5}"#.to_owned()
+            )])
         );
         // The prompt's placeholder copied as it was: still its call, its arguments as
         // written.
