@@ -296,7 +296,7 @@ pub async fn router(
         }
     });
     live.resume_with(Arc::new(chat::resume::Resumer::new(
-        answerer.clone(),
+        &answerer,
         store.clone(),
         gateway_metrics.clone(),
         tasks.clone(),

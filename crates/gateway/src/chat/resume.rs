@@ -10,7 +10,7 @@
 //! `MAITRED_RESUME_MAX` times already, when it has nobody to come back to it (an
 //! answer of the OpenAI-compatible API), or when its question was never stored.
 
-use std::sync::Arc;
+use std::sync::{Arc, Weak};
 use std::time::Instant;
 
 use tokio_util::task::TaskTracker;
@@ -38,7 +38,10 @@ pub struct Resuming {
 
 /// Takes answers over on this replica.
 pub struct Resumer {
-    answerer: Arc<Answerer>,
+    /// Weak: the live state holds the resumer, and the answerer (through its
+    /// approvals) the live state; a strong link back would keep both alive for ever,
+    /// and the database pool from closing.
+    answerer: Weak<Answerer>,
     store: Store,
     metrics: GatewayMetrics,
     tasks: TaskTracker,
@@ -55,14 +58,14 @@ pub struct Prepared {
 
 impl Resumer {
     pub fn new(
-        answerer: Arc<Answerer>,
+        answerer: &Arc<Answerer>,
         store: Store,
         metrics: GatewayMetrics,
         tasks: TaskTracker,
         settings: Resuming,
     ) -> Self {
         Self {
-            answerer,
+            answerer: Arc::downgrade(answerer),
             store,
             metrics,
             tasks,
@@ -78,7 +81,10 @@ impl Resumer {
         answer: &AnswerRef,
         events: &[LoggedEvent],
     ) -> Result<Option<Prepared>, LiveError> {
-        if !self.settings.enabled || events.last().is_some_and(LoggedEvent::is_done) {
+        if !self.settings.enabled
+            || events.last().is_some_and(LoggedEvent::is_done)
+            || self.answerer.strong_count() == 0
+        {
             return Ok(None);
         }
         let Some((user, attempt)) = self.store.take_over(answer, self.settings.max).await? else {
@@ -123,6 +129,11 @@ impl Resumer {
             attempt,
             resumption,
         } = prepared;
+        let Some(answerer) = self.answerer.upgrade() else {
+            // The gateway is going away; the answer is taken over at the next start
+            // (or by another replica, once its lease lapses).
+            return;
+        };
         let local = live.local().start(answer.clone());
         let recorder = Recorder::new(
             answer.clone(),
@@ -131,7 +142,7 @@ impl Resumer {
             self.metrics.clone(),
             Instant::now(),
         );
-        let (answerer, store) = (self.answerer.clone(), self.store.clone());
+        let store = self.store.clone();
         let trace = TraceContext::new_root();
         let span = tracing::info_span!(
             "generation",
