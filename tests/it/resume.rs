@@ -275,6 +275,10 @@ async fn an_approval_waiting_at_a_crash_still_waits_after_it() {
     let mut again = SseReader::new(response);
     let resumed = again.next().await.expect("resumed");
     assert_eq!(resumed.event, "resumed", "{}", one.maitred.log());
+    // The card again, with the same id (a viewer may never have seen it).
+    let again_shown = again.next().await.expect("approval_required");
+    assert_eq!(again_shown.event, "approval_required");
+    assert_eq!(again_shown.data["id"], Value::from(approval.as_str()));
     // The approval given after the crash lets the call run, once.
     one.approve(&approval).await;
     let rest = again.rest().await;

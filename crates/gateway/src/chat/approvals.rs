@@ -62,9 +62,14 @@ impl Approvals {
         status: &str,
         expires_at: &str,
     ) -> Result<(), sqlx::Error> {
+        // A call sent again after its answer was taken over may find its request
+        // still pending (its replica died after recording it, perhaps before showing
+        // it): it is asked again, until a new expiry.
         sqlx::query(
             "INSERT INTO approvals (id, conversation_id, owner, server, tool, arguments, status, created_at, expires_at) \
-             VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9)",
+             VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9) \
+             ON CONFLICT (id) DO UPDATE SET status = excluded.status, expires_at = excluded.expires_at \
+             WHERE approvals.status = 'pending'",
         )
         .bind(request.id)
         .bind(&request.answer.conversation)

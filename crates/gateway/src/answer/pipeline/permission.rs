@@ -100,29 +100,16 @@ fn judged(verdict: Verdict) -> Result<(), Unapproved> {
 }
 
 /// For a call sent again after a takeover: an approval given stays given, one
-/// refused stays refused, one waiting is waited for (its card is in the stream
-/// already), and one never asked is asked as usual.
+/// refused stays refused; one waiting, or never asked, is asked (again): its replica
+/// may have died after recording the request and before showing it, so it is shown
+/// again (the same id: a viewer who saw it sees the same card) and waited for anew.
 pub(super) async fn approved_again(
     approver: &dyn Approver,
     answer: &Answer<'_>,
     shown: &ShownCall,
 ) -> StoreResult<Result<(), Unapproved>> {
     match approver.asked(&shown.id).await? {
-        Asked::Never => approved(approver, answer, shown).await,
         Asked::Decided(verdict) => Ok(judged(verdict)),
-        Asked::Waiting => {
-            let request = ApprovalRequest {
-                id: &shown.id,
-                answer: answer.recorder.answer(),
-                server: &shown.server,
-                tool: &shown.tool,
-                arguments: &shown.arguments,
-            };
-            let _waiting = answer.recorder.waiting_for_approval();
-            let verdict = approver
-                .wait(&request, &answer.recorder.cancelled())
-                .await?;
-            Ok(judged(verdict))
-        }
+        Asked::Never | Asked::Waiting => approved(approver, answer, shown).await,
     }
 }
