@@ -19,8 +19,23 @@ pub fn fit(content: &str, budget: usize) -> String {
     if estimate_tokens(content) <= budget {
         return content.to_owned();
     }
+    fit_json(content, budget, false)
+}
+
+/// `content` for a model that only answers from it and calls nothing more: JSON also
+/// loses its `_`-prefixed fields (`_id`: a record's 24 hex characters tokenize into a
+/// dozen tokens or more, and name nothing a person asked about), and is written
+/// compactly even when it fits.
+pub fn fit_for_answer(content: &str, budget: usize) -> String {
+    fit_json(content, budget, true)
+}
+
+fn fit_json(content: &str, budget: usize, answer_only: bool) -> String {
     if let Some(mut value) = json(content) {
         drop_empty(&mut value);
+        if answer_only {
+            drop_private(&mut value);
+        }
         loop {
             let text = value.to_string();
             if estimate_tokens(&text) <= budget {
@@ -30,6 +45,9 @@ pub fn fit(content: &str, budget: usize) -> String {
                 return cut(&text, budget);
             }
         }
+    }
+    if estimate_tokens(content) <= budget {
+        return content.to_owned();
     }
     cut(content, budget)
 }
@@ -78,6 +96,18 @@ fn json(content: &str) -> Option<Value> {
         repaired.push(if *bracket == b'[' { ']' } else { '}' });
     }
     serde_json::from_str(&repaired).ok()
+}
+
+/// Leaves out `_`-prefixed fields, at any depth.
+fn drop_private(value: &mut Value) {
+    match value {
+        Value::Object(map) => {
+            map.retain(|key, _| !key.starts_with('_'));
+            map.values_mut().for_each(drop_private);
+        }
+        Value::Array(list) => list.iter_mut().for_each(drop_private),
+        _ => {}
+    }
 }
 
 /// Leaves out fields that say nothing (`null`, `""`, `[]`, `{}`): a record's empty
@@ -248,6 +278,18 @@ mod tests {
             items.last().unwrap(),
             &json!(format!("… {}{MORE}", 100 - shown))
         );
+    }
+
+    #[test]
+    fn an_answer_from_results_reads_them_without_ids() {
+        let result = json!({ "items": [{ "_id": "5402aa7b2079589c9786484c", "name": "T01", "area": { "_id": "af5c3d895a42c7600398ca0b", "name": "Main room" } }], "total": 20 }).to_string();
+        let fitted: Value = serde_json::from_str(&fit_for_answer(&result, 600)).unwrap();
+        assert_eq!(
+            fitted,
+            json!({ "items": [{ "name": "T01", "area": { "name": "Main room" } }], "total": 20 })
+        );
+        // Text stays text.
+        assert_eq!(fit_for_answer("20 tables", 600), "20 tables");
     }
 
     #[test]

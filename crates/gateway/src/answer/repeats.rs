@@ -80,7 +80,7 @@ pub(super) fn answer_from_results(messages: &[Message]) -> Vec<Message> {
                 "\n\n{}({}) returned:\n{}",
                 short_name(&call.name),
                 call.arguments.trim(),
-                short(&results::fit(content, budget))
+                short(&results::fit_for_answer(content, budget))
             ));
         }
     }
