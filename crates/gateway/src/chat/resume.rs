@@ -239,3 +239,133 @@ fn rebuild(
     }
     Resumption { messages, tail }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use maitred_protocol::ids::{CallStatus, PartId, ToolCallId};
+
+    fn part(role: Role, content: &str, calls: &[ToolCall], status: MessageStatus) -> StoredPart {
+        StoredPart {
+            id: PartId::new(),
+            message_id: None,
+            role,
+            content: Some(content.to_owned()),
+            tool_calls: (!calls.is_empty()).then(|| serde_json::to_string(calls).unwrap()),
+            tool_call_id: None,
+            status,
+            model: Some("m".to_owned()),
+            created_at: String::new(),
+        }
+    }
+
+    fn result(call: &str, content: &str) -> StoredPart {
+        StoredPart {
+            tool_call_id: Some(call.to_owned()),
+            ..part(Role::Tool, content, &[], MessageStatus::Complete)
+        }
+    }
+
+    fn call(id: &str) -> ToolCall {
+        ToolCall {
+            id: id.to_owned(),
+            name: "resos__createBooking".to_owned(),
+            arguments: "{}".to_owned(),
+        }
+    }
+
+    fn numbered(parts: Vec<StoredPart>) -> Vec<(i64, StoredPart)> {
+        parts.into_iter().zip(2..).map(|(p, n)| (n, p)).collect()
+    }
+
+    fn question() -> Vec<Message> {
+        vec![Message::User {
+            content: "q".to_owned(),
+        }]
+    }
+
+    #[test]
+    fn a_turn_cut_while_streaming_is_asked_again_after_its_text() {
+        let parts = numbered(vec![part(
+            Role::Assistant,
+            "Half a sen",
+            &[],
+            MessageStatus::Interrupted,
+        )]);
+        let rebuilt = rebuild(question(), &parts, &[]);
+        assert!(matches!(rebuilt.tail, Tail::Ask { cut: true }));
+        assert!(matches!(
+            rebuilt.messages.last(),
+            Some(Message::Assistant { content: Some(text), tool_calls }) if text == "Half a sen" && tool_calls.is_empty()
+        ));
+    }
+
+    #[test]
+    fn an_answered_turn_only_ends_and_a_question_alone_is_asked() {
+        let parts = numbered(vec![part(
+            Role::Assistant,
+            "Done.",
+            &[],
+            MessageStatus::Complete,
+        )]);
+        assert!(matches!(
+            rebuild(question(), &parts, &[]).tail,
+            Tail::Answered
+        ));
+        let alone = rebuild(question(), &[], &[]);
+        assert!(matches!(alone.tail, Tail::Ask { cut: false }));
+        assert_eq!(alone.messages.len(), 1);
+    }
+
+    #[test]
+    fn the_last_turns_calls_without_a_stored_result_are_pending_with_their_rows() {
+        let turn = part(
+            Role::Assistant,
+            "",
+            &[call("a"), call("b"), call("c")],
+            MessageStatus::Complete,
+        );
+        let stored = |model_call_id: &str, status| CallRecord {
+            id: ToolCallId::new(),
+            turn_id: turn.id.clone(),
+            model_call_id: model_call_id.to_owned(),
+            status,
+            idempotency_key: Some(format!("mtd-{model_call_id}")),
+        };
+        // a: result stored; b: started and running; c: never started.
+        let rows = [
+            stored("a", CallStatus::Ok),
+            stored("b", CallStatus::Running),
+        ];
+        let parts = numbered(vec![turn.clone(), result("a", "booked a")]);
+        let rebuilt = rebuild(question(), &parts, &rows);
+        let Tail::Calls { turn: at, pending } = &rebuilt.tail else {
+            panic!("{:?}", rebuilt.tail);
+        };
+        assert_eq!(at, &turn.id);
+        let ids: Vec<&str> = pending.iter().map(|p| p.call.id.as_str()).collect();
+        assert_eq!(ids, ["b", "c"]);
+        let b = pending[0].stored.as_ref().expect("b's row");
+        assert_eq!(b.id, rows[1].id);
+        assert_eq!(b.idempotency_key.as_deref(), Some("mtd-b"));
+        assert!(pending[1].stored.is_none());
+        // The model sees the turn's calls and the one stored result.
+        assert!(
+            matches!(&rebuilt.messages[1], Message::Assistant { tool_calls, .. } if tool_calls.len() == 3)
+        );
+        assert!(
+            matches!(&rebuilt.messages[2], Message::Tool { tool_call_id, .. } if tool_call_id == "a")
+        );
+        assert_eq!(rebuilt.messages.len(), 3);
+    }
+
+    #[test]
+    fn a_turn_whose_results_are_all_stored_asks_the_model_again() {
+        let turn = part(Role::Assistant, "", &[call("a")], MessageStatus::Complete);
+        let parts = numbered(vec![turn, result("a", "booked")]);
+        assert!(matches!(
+            rebuild(question(), &parts, &[]).tail,
+            Tail::Ask { cut: false }
+        ));
+    }
+}
