@@ -44,6 +44,15 @@ async fn ask(turns: Vec<Turn>, mode: ToolCallMode) -> (TestApp, Vec<SseEvent>) {
     ask_with(script, mode, ModelProfile::default(), None).await
 }
 
+/// A model marked small, with native tool calls.
+async fn ask_small(script: Script) -> (TestApp, Vec<SseEvent>) {
+    let small = ModelProfile {
+        small: true,
+        ..ModelProfile::default()
+    };
+    ask_with(script, ToolCallMode::Native, small, None).await
+}
+
 fn tools_called(events: &[SseEvent]) -> Vec<String> {
     of(events, "tool_call")
         .iter()
@@ -463,11 +472,7 @@ async fn a_small_model_that_repeats_its_call_is_asked_to_answer_without_tools() 
         )])
     };
     let script = Script::new([again(), again(), Turn::text(FINAL)]).like(Server::LlamaCppPython);
-    let small = ModelProfile {
-        small: true,
-        ..ModelProfile::default()
-    };
-    let (app, events) = ask_with(script, ToolCallMode::Native, small, None).await;
+    let (app, events) = ask_small(script).await;
     completed_showing(&events, FINAL);
     // The repeat is shown, and refused: the backend is asked once.
     assert_eq!(tools_called(&events), ["getTables", "getTables"]);
@@ -498,11 +503,7 @@ async fn a_small_model_that_repeats_its_call_is_asked_to_answer_without_tools() 
     // Asked so, it writes the call again: not shown; the person is told.
     let written = "functions.resos__getTables:\n{\"limit\": 1}";
     let script = Script::new([again(), again(), streamed(written)]).like(Server::LlamaCppPython);
-    let small = ModelProfile {
-        small: true,
-        ..ModelProfile::default()
-    };
-    let (app, events) = ask_with(script, ToolCallMode::Native, small, None).await;
+    let (app, events) = ask_small(script).await;
     let shown = answer(&events);
     assert!(!shown.contains("functions."), "{shown}");
     assert!(shown.contains("did not write an answer"), "{shown}");
@@ -647,11 +648,7 @@ async fn a_small_model_that_wanders_from_tool_to_tool_is_asked_to_answer_after_t
         call("call_3", "resos__getCustomers"),
         Turn::text(FINAL),
     ]);
-    let small = ModelProfile {
-        small: true,
-        ..ModelProfile::default()
-    };
-    let (app, events) = ask_with(script, ToolCallMode::Native, small, None).await;
+    let (app, events) = ask_small(script).await;
     completed_showing(&events, FINAL);
     assert_eq!(statuses(&events), ["ok", "ok", "ok"]);
     let requests = app.llm.as_ref().unwrap().requests();
@@ -681,11 +678,7 @@ async fn a_small_model_that_says_nothing_after_the_results_is_asked_once_more() 
         Turn::text(""),
         Turn::text(FINAL),
     ]);
-    let small = ModelProfile {
-        small: true,
-        ..ModelProfile::default()
-    };
-    let (app, events) = ask_with(script, ToolCallMode::Native, small, None).await;
+    let (app, events) = ask_small(script).await;
     completed_showing(&events, FINAL);
     let requests = app.llm.as_ref().unwrap().requests();
     assert_eq!(requests.len(), 3);

@@ -7,7 +7,11 @@
 //!
 //! Tokens are estimated, not counted: a tokenizer per model would be one more thing
 //! to ship for each. JSON and English run at about 3.5 characters a token in the
-//! common tokenizers; the estimate takes 3, so it errs on the large side.
+//! common tokenizers; the estimate takes 3, so it errs on the large side. Digits are
+//! a token each: Qwen's tokenizer splits numbers into single digits, and a booking's
+//! dates, times and phone number are mostly digits (records measured at 1.5
+//! characters a token with the estimate at 3 said 2,560 characters were 850 tokens;
+//! the server counted 1,652).
 
 use serde_json::{Map, Value};
 
@@ -48,7 +52,8 @@ const VALIDATION_ONLY: &[&str] = &[
 
 /// The estimated size of some prompt text, in tokens.
 pub fn estimate_tokens(text: &str) -> usize {
-    text.chars().count().div_ceil(CHARS_PER_TOKEN)
+    let digits = text.chars().filter(char::is_ascii_digit).count();
+    digits + (text.chars().count() - digits).div_ceil(CHARS_PER_TOKEN)
 }
 
 /// The estimated size of tool definitions as a request carries them.

@@ -230,13 +230,19 @@ enum PathStep {
 
 /// The first `budget` tokens' worth of `text`, and a note of what is left out.
 fn cut(text: &str, budget: usize) -> String {
-    let keep = budget.saturating_mul(3).saturating_sub(60);
-    let total = text.chars().count();
-    let kept: String = text.chars().take(keep).collect();
-    format!(
-        "{kept}… (cut here: {} more characters not shown)",
-        total.saturating_sub(keep)
-    )
+    // In thirds of a token, as the estimate counts: a digit is three, anything else one;
+    // the note takes about twenty tokens.
+    let room = budget.saturating_sub(20).saturating_mul(3);
+    let mut used = 0;
+    let kept: String = text
+        .chars()
+        .take_while(|c| {
+            used += if c.is_ascii_digit() { 3 } else { 1 };
+            used <= room
+        })
+        .collect();
+    let left = text.chars().count() - kept.chars().count();
+    format!("{kept}… (cut here: {left} more characters not shown)")
 }
 
 #[cfg(test)]

@@ -31,6 +31,10 @@ It was not run again. Do not call any tool now: answer the user's question from 
 /// and left alone they wander from tool to tool until the turn budget is spent.
 pub(super) const SMALL_MODEL_TOOL_TURNS: u32 = 3;
 
+/// Estimated tokens all the results of an answer-from-results prompt may take: the
+/// model reads them, with the system prompt, before its first word.
+const ANSWER_RESULTS_BUDGET: usize = 400;
+
 /// What the person is told when the model, asked to answer from the results, called
 /// a tool again.
 pub(super) const NO_ANSWER: &str = "_The model did not write an answer from these results: \
@@ -59,7 +63,7 @@ pub(super) fn answer_from_results(messages: &[Message]) -> Vec<Message> {
         .iter()
         .filter(|m| matches!(m, Message::Tool { content, .. } if content != REPEATED))
         .count();
-    let budget = (results::SMALL_MODEL_RESULT_BUDGET as usize / answered.max(1)).max(150);
+    let budget = (ANSWER_RESULTS_BUDGET / answered.max(1)).max(150);
     let mut results = String::new();
     for message in &messages[asked..] {
         if let Message::Tool {
