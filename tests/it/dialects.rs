@@ -126,8 +126,7 @@ async fn a_model_without_tool_calling_gets_the_tools_in_its_prompt() {
     assert!(first.get("tools").is_none(), "no native tools: {first}");
     let system = first["messages"][0]["content"].as_str().unwrap();
     assert!(
-        system.contains("<tool_call>")
-            && system.contains(r#""name":"resos__getTables""#),
+        system.contains("<tool_call>") && system.contains(r#""name":"resos__getTables""#),
         "{system}"
     );
     // The model's own call and the result come back to it as plain text.
