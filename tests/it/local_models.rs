@@ -139,5 +139,21 @@ async fn a_model_marked_for_warm_up_reads_the_common_prompt_at_start() {
     let asked = llm.requests()[1].body.clone();
     assert_eq!(asked["messages"][0], warm["messages"][0]);
     assert_eq!(asked["tools"], warm["tools"]);
+    // Each request's prompt size, by part, in the metrics.
+    let metrics = app
+        .http
+        .get(format!("{}/metrics", app.gateway_url))
+        .send()
+        .await
+        .unwrap()
+        .text()
+        .await
+        .unwrap();
+    for part in ["system", "user", "tool", "tools", "total"] {
+        let count = format!(
+            "maitred_gateway_prompt_tokens_estimated_count{{model=\"scripted\",part=\"{part}\"}} 2"
+        );
+        assert!(metrics.contains(&count), "{count} in {metrics}");
+    }
     app.stop().await;
 }

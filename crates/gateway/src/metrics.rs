@@ -21,6 +21,11 @@ use maitred_llm::ModelError;
 
 /// Time to first token, in seconds: 50 ms to two minutes (a tool-using first turn
 /// of a large model is slow).
+/// A small local model reads 50-100 prompt tokens a second: 2,000 is half a minute.
+const PROMPT_BUCKETS: [f64; 10] = [
+    250.0, 500.0, 1_000.0, 1_500.0, 2_000.0, 2_500.0, 4_000.0, 8_000.0, 16_000.0, 32_000.0,
+];
+
 const TTFT_BUCKETS: [f64; 12] = [
     0.05, 0.1, 0.25, 0.5, 1.0, 2.0, 4.0, 8.0, 15.0, 30.0, 60.0, 120.0,
 ];
@@ -40,6 +45,14 @@ pub struct ModelErrorLabels {
     pub model: String,
     /// `rate_limited`, `http_4xx`, `http_5xx`, `connection`, `protocol`, `timeout`, `busy`.
     pub kind: &'static str,
+}
+
+#[derive(Clone, Debug, Hash, PartialEq, Eq, EncodeLabelSet)]
+pub struct PromptPartLabels {
+    pub model: String,
+    /// `system`, `user`, `assistant`, `tool` (results), `tools` (definitions) or
+    /// `total`.
+    pub part: &'static str,
 }
 
 #[derive(Clone, Debug, Hash, PartialEq, Eq, EncodeLabelSet)]
@@ -85,6 +98,7 @@ pub struct GatewayMetrics {
     pub usage_tokens: Family<TokenKindLabels, Counter>,
     pub model_errors: Family<ModelErrorLabels, Counter>,
     pub model_retries: Family<ModelLabels, Counter>,
+    pub prompt_tokens: Family<PromptPartLabels, Histogram, fn() -> Histogram>,
     pub model_fallbacks: Family<FallbackLabels, Counter>,
     pub tool_calls: Family<ToolLabels, Counter>,
     pub tool_duration: LatencyFamily<ToolLabels>,
@@ -106,6 +120,7 @@ impl GatewayMetrics {
             usage_tokens: Family::default(),
             model_errors: Family::default(),
             model_retries: Family::default(),
+            prompt_tokens: Family::new_with_constructor(|| Histogram::new(PROMPT_BUCKETS)),
             model_fallbacks: Family::default(),
             tool_calls: Family::default(),
             tool_duration: latency_family(),
@@ -154,6 +169,11 @@ impl GatewayMetrics {
             "gateway_model_errors",
             "Failed model requests, by model and kind, whether retried or not",
             this.model_errors.clone(),
+        );
+        metrics.register(
+            "gateway_prompt_tokens_estimated",
+            "Estimated tokens of each model request's prompt, by model and part, as sent",
+            this.prompt_tokens.clone(),
         );
         metrics.register(
             "gateway_model_retries",

@@ -62,6 +62,34 @@ pub struct ToolDef {
     pub read_only: bool,
 }
 
+/// A prompt's estimated tokens, by part (see [`budget::estimate_tokens`]).
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct PromptSize {
+    pub system: usize,
+    pub user: usize,
+    pub assistant: usize,
+    /// Tool results (in text mode, the user turns that carry them are counted here).
+    pub tool: usize,
+    /// The tool definitions in the request (in text mode they are in `system`).
+    pub tools: usize,
+}
+
+impl PromptSize {
+    pub fn parts(&self) -> [(&'static str, usize); 5] {
+        [
+            ("system", self.system),
+            ("user", self.user),
+            ("assistant", self.assistant),
+            ("tool", self.tool),
+            ("tools", self.tools),
+        ]
+    }
+
+    pub fn total(&self) -> usize {
+        self.parts().iter().map(|(_, n)| n).sum()
+    }
+}
+
 #[derive(Debug, Clone, Default)]
 pub struct ChatRequest {
     pub messages: Vec<Message>,
@@ -170,6 +198,13 @@ pub trait ChatModel: Send + Sync {
     /// the same tool again and again.
     fn small(&self) -> bool {
         false
+    }
+
+    /// The estimated size, by part, of the prompt `request` makes for this model, as
+    /// it would be sent (tools fitted to its budget, results to theirs).
+    fn prompt_size(&self, request: &ChatRequest) -> Option<PromptSize> {
+        let _ = request;
+        None
     }
 
     /// Whether this model's profile asks for it to be warmed up at start.

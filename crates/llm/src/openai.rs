@@ -392,26 +392,6 @@ impl OpenAiModel {
         if let Some(max_tokens) = request.max_tokens.or(self.settings.max_tokens) {
             body["max_tokens"] = max_tokens.into();
         }
-        if tracing::enabled!(tracing::Level::DEBUG) {
-            let part = |role: &str| -> usize {
-                body["messages"]
-                    .as_array()
-                    .into_iter()
-                    .flatten()
-                    .filter(|m| m["role"] == role)
-                    .map(|m| budget::estimate_tokens(&m["content"].to_string()))
-                    .sum()
-            };
-            tracing::debug!(
-                model = %self.settings.model,
-                system = part("system"),
-                user = part("user"),
-                assistant = part("assistant"),
-                tool = part("tool"),
-                tools = if text_mode { 0 } else { tool_tokens },
-                "prompt size in estimated tokens, by part"
-            );
-        }
         body
     }
 }
@@ -770,6 +750,18 @@ impl ChatModel for OpenAiModel {
         self.settings.profile.warm_up
     }
 
+    fn prompt_size(&self, request: &ChatRequest) -> Option<super::PromptSize> {
+        let shape = self.shape();
+        let body = self.body(request, shape);
+        let text_mode = self.settings.tool_calls == ToolCallMode::Text || shape.text;
+        let tools = if text_mode || request.answer_only {
+            0
+        } else {
+            budget::tools_tokens(&budget::fit(&request.tools, &self.settings.profile).0)
+        };
+        Some(prompt_size(&body, tools))
+    }
+
     fn warm_up(&self, request: ChatRequest) -> BoxFuture<'_, Result<(), ModelError>> {
         Box::pin(async move {
             let mut body = self.body(&request, self.shape());
@@ -815,6 +807,34 @@ impl ChatModel for OpenAiModel {
             self.events(&told).await
         })
     }
+}
+
+/// A request body's estimated tokens, by part; `tools`: the definitions' estimate.
+fn prompt_size(body: &Value, tools: usize) -> super::PromptSize {
+    let mut size = super::PromptSize {
+        tools,
+        ..Default::default()
+    };
+    for message in body["messages"].as_array().into_iter().flatten() {
+        let content = match &message["content"] {
+            Value::String(text) => budget::estimate_tokens(text),
+            Value::Null => 0,
+            other => budget::estimate_tokens(&other.to_string()),
+        };
+        let calls = message
+            .get("tool_calls")
+            .map_or(0, |c| budget::estimate_tokens(&c.to_string()));
+        let text = message["content"].as_str().unwrap_or_default();
+        match message["role"].as_str() {
+            Some("system") => size.system += content,
+            Some("user") if text.starts_with("Result of tool call") => size.tool += content,
+            Some("user") => size.user += content,
+            Some("assistant") => size.assistant += content + calls,
+            Some("tool") => size.tool += content,
+            _ => {}
+        }
+    }
+    size
 }
 
 /// What a model that answered without looking first is told, as the next user turn.

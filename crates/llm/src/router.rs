@@ -74,6 +74,15 @@ impl ModelRouter {
         self.candidates.first().map_or("", |c| c.model.name())
     }
 
+    /// The estimated size of the prompt `request` makes for `model` (one of the
+    /// router's), by part.
+    pub fn prompt_size(&self, model: &str, request: &ChatRequest) -> Option<super::PromptSize> {
+        self.candidates
+            .iter()
+            .find(|c| c.model.name() == model)
+            .and_then(|c| c.model.prompt_size(request))
+    }
+
     /// Whether any model's profile asks for a warm-up.
     pub fn wants_warm_up(&self) -> bool {
         self.candidates.iter().any(|c| c.model.wants_warm_up())

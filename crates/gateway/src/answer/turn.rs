@@ -6,7 +6,7 @@ use futures::StreamExt;
 
 use super::assemble::Assembler;
 use super::{Answer, Answerer, Stop};
-use crate::metrics::{FallbackLabels, ModelLabels};
+use crate::metrics::{FallbackLabels, ModelLabels, PromptPartLabels};
 use maitred_llm::router::Note;
 use maitred_llm::{
     ChatRequest, FinishReason, Message, ModelError, ModelEvent, ToolCall, ToolDef, Usage,
@@ -41,6 +41,7 @@ impl Answerer {
             max_tokens: None,
             answer_only,
         };
+        self.record_prompt_size(&request);
         // Notes arrive while the router works; fallbacks are told to the viewers
         // once it is done, still before the first token.
         let mut fallbacks = Vec::new();
@@ -115,6 +116,34 @@ impl Answerer {
             calls,
             usage,
         })
+    }
+
+    /// The primary model's prompt size, by part, into the metrics: what a local model
+    /// reads before its first word.
+    fn record_prompt_size(&self, request: &ChatRequest) {
+        let model = self.models.primary();
+        let Some(size) = self.models.prompt_size(model, request) else {
+            return;
+        };
+        tracing::debug!(
+            model,
+            system = size.system,
+            user = size.user,
+            assistant = size.assistant,
+            tool = size.tool,
+            tools = size.tools,
+            "prompt size in estimated tokens, by part"
+        );
+        let total = [("total", size.total())];
+        for (part, tokens) in size.parts().into_iter().chain(total) {
+            self.metrics
+                .prompt_tokens
+                .get_or_create(&PromptPartLabels {
+                    model: model.to_owned(),
+                    part,
+                })
+                .observe(tokens as f64);
+        }
     }
 
     /// Retries go to the log and the metrics; fallbacks also to the viewers (as a
