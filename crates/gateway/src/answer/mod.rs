@@ -104,7 +104,7 @@ impl Answerer {
 
     async fn turns(&self, answer: &Answer<'_>, run: &mut Run) -> Result<Finish, Stop> {
         let catalogue = self.tools.catalogue().await;
-        let offered = self.offered(&catalogue, answer.user);
+        let offered = self.offered(&catalogue, &answer.user.roles);
         let mut budget = self.limits.tool_calls_per_question;
         let mut repeats = repeats::Repeats::default();
         let mut answer_now = false;
@@ -117,6 +117,7 @@ impl Answerer {
                 self.model_turn(answer, &run.messages, &offered, false, turn)
                     .await?
             };
+            let small = self.models.is_small(&reply.model);
             run.usage.add(reply.usage);
             run.model.clone_from(&reply.model);
             run.messages.push(Message::Assistant {
@@ -126,17 +127,14 @@ impl Answerer {
             if reply.calls.is_empty() {
                 // A small model that said nothing at all after its tools' results is
                 // asked once more, the results written into the question.
-                let silent = reply.text.trim().is_empty()
-                    && !answer_now
-                    && turn > 0
-                    && self.models.is_small(&reply.model);
+                let silent = small && reply.text.trim().is_empty() && !answer_now && turn > 0;
                 if silent {
                     answer_now = true;
                     continue;
                 }
                 return Ok(Finish::Stop);
             }
-            let repeated = repeats.all_repeated(&reply.calls) && self.models.is_small(&reply.model);
+            let repeated = repeats.all_repeated(&reply.calls) && small;
             let results = if repeated || answer_now {
                 self.refuse_repeats(answer, &catalogue, &reply).await?
             } else {
@@ -158,8 +156,7 @@ impl Answerer {
             }
             // A small model that has called tools for a few turns answers from what
             // they returned, rather than wander from tool to tool.
-            answer_now = self.models.is_small(&reply.model)
-                && (repeated || turn + 1 >= repeats::SMALL_MODEL_TOOL_TURNS);
+            answer_now = small && (repeated || turn + 1 >= repeats::SMALL_MODEL_TOOL_TURNS);
         }
         let note = format!(
             "\n\n_Stopped after {} steps without a final answer._",
@@ -169,9 +166,9 @@ impl Answerer {
         Ok(Finish::MaxIterations)
     }
 
-    /// The model is offered only the tools this person may use.
-    fn offered(&self, catalogue: &Catalogue, user: &ChatUser) -> Vec<ToolDef> {
-        let policy = self.policy.for_roles(&user.roles);
+    /// The model is offered only the tools a person with `roles` may use.
+    fn offered(&self, catalogue: &Catalogue, roles: &[String]) -> Vec<ToolDef> {
+        let policy = self.policy.for_roles(roles);
         catalogue
             .tools
             .iter()

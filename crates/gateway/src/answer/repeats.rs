@@ -58,36 +58,36 @@ pub(super) fn answer_from_results(messages: &[Message]) -> Vec<Message> {
         })
         .map(|c| (c.id.as_str(), c))
         .collect();
-    // One budget for all the results: the model reads them all before its first word.
-    let answered = messages[asked..]
+    let answered: Vec<(&ToolCall, &str)> = messages[asked..]
         .iter()
-        .filter(|m| matches!(m, Message::Tool { content, .. } if content != REPEATED))
-        .count();
-    let budget = (ANSWER_RESULTS_BUDGET / answered.max(1)).max(150);
-    let mut results = String::new();
-    for message in &messages[asked..] {
-        if let Message::Tool {
-            tool_call_id,
-            content,
-        } = message
-            && content != REPEATED
-            && let Some(call) = calls.get(tool_call_id.as_str())
-        {
-            // Named as the tool, not as `server__tool`: a small model copies what it
-            // reads, and the person should not see the wire name in the answer.
-            let short = |text: &str| {
-                calls.values().fold(text.to_owned(), |text, c| {
-                    text.replace(&c.name, short_name(&c.name))
-                })
-            };
-            results.push_str(&format!(
+        .filter_map(|m| match m {
+            Message::Tool {
+                tool_call_id,
+                content,
+            } if content != REPEATED => {
+                Some((*calls.get(tool_call_id.as_str())?, content.as_str()))
+            }
+            _ => None,
+        })
+        .collect();
+    // One budget for all the results: the model reads them all before its first word.
+    let budget = (ANSWER_RESULTS_BUDGET / answered.len().max(1)).max(150);
+    let results: String = answered
+        .iter()
+        .map(|(call, content)| {
+            format!(
                 "\n\n{}({}) returned:\n{}",
-                short_name(&call.name),
+                call.name,
                 call.arguments.trim(),
-                short(&results::fit_for_answer(content, budget))
-            ));
-        }
-    }
+                results::fit_for_answer(content, budget)
+            )
+        })
+        .collect();
+    // Named as the tool, not as `server__tool`: a small model copies what it reads,
+    // and the person should not see the wire name in the answer.
+    let results = calls.values().fold(results, |text, c| {
+        text.replace(&c.name, short_name(&c.name))
+    });
     let mut conversation = messages[..asked].to_vec();
     let question = match &messages[asked] {
         Message::User { content } => content.as_str(),

@@ -27,13 +27,7 @@ impl Answerer {
             }
             tokio::time::sleep(Duration::from_millis(500)).await;
         };
-        let policy = self.policy.for_roles(&[]);
-        let tools = catalogue
-            .tools
-            .iter()
-            .filter(|t| policy.allows(t))
-            .map(|t| t.def.clone())
-            .collect();
+        let tools = self.offered(&catalogue, &[]);
         let request = ChatRequest {
             messages: vec![
                 Message::System {
