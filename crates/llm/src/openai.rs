@@ -267,8 +267,19 @@ impl OpenAiModel {
         }
     }
 
+    /// Whether the tools go in the system prompt and calls come as text.
+    fn text_mode(&self, shape: Shape) -> bool {
+        self.settings.tool_calls == ToolCallMode::Text || shape.text
+    }
+
     fn body(&self, request: &ChatRequest, shape: Shape) -> Value {
-        let text_mode = self.settings.tool_calls == ToolCallMode::Text || shape.text;
+        self.body_sized(request, shape).0
+    }
+
+    /// The request's body, and the estimated tokens of the tool definitions it
+    /// carries as `tools` (none in text mode: they are in the system prompt).
+    fn body_sized(&self, request: &ChatRequest, shape: Shape) -> (Value, usize) {
+        let text_mode = self.text_mode(shape);
         let profile = &self.settings.profile;
         let offered = if request.answer_only {
             &[][..]
@@ -392,7 +403,7 @@ impl OpenAiModel {
         if let Some(max_tokens) = request.max_tokens.or(self.settings.max_tokens) {
             body["max_tokens"] = max_tokens.into();
         }
-        body
+        (body, if text_mode { 0 } else { tool_tokens })
     }
 }
 
@@ -751,14 +762,7 @@ impl ChatModel for OpenAiModel {
     }
 
     fn prompt_size(&self, request: &ChatRequest) -> Option<super::PromptSize> {
-        let shape = self.shape();
-        let body = self.body(request, shape);
-        let text_mode = self.settings.tool_calls == ToolCallMode::Text || shape.text;
-        let tools = if text_mode || request.answer_only {
-            0
-        } else {
-            budget::tools_tokens(&budget::fit(&request.tools, &self.settings.profile).0)
-        };
+        let (body, tools) = self.body_sized(request, self.shape());
         Some(prompt_size(&body, tools))
     }
 
@@ -856,7 +860,7 @@ impl OpenAiModel {
     /// require one (the tools are in the prompt, or the server refused "required").
     fn must_call_first(&self, request: &ChatRequest) -> bool {
         let shape = self.shape();
-        let text_mode = self.settings.tool_calls == ToolCallMode::Text || shape.text;
+        let text_mode = self.text_mode(shape);
         self.settings.profile.require_tool_call
             && !request.answer_only
             && !request.tools.is_empty()
