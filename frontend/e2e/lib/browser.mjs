@@ -127,7 +127,8 @@ export function diagnosed(get, body) {
       await body(t);
     } catch (error) {
       const { page, stack } = get();
-      const name = t.name.replace(/[^a-z0-9]+/gi, '-').toLowerCase();
+      // A suite's before hook has no test name; its failure still needs the log.
+      const name = (t?.name ?? 'setup').replace(/[^a-z0-9]+/gi, '-').toLowerCase();
       try {
         await mkdir(artifactsDir, { recursive: true });
         if (page) await page.screenshot({ path: join(artifactsDir, `${name}.png`), fullPage: true });

@@ -26,11 +26,11 @@ describe('chat with the offline model', () => {
   const it = (name, body) => test(name, diagnosed(() => ({ page, stack }), body));
   const conversationIds = [];
 
-  before(async () => {
+  before(diagnosed(() => ({ page, stack }), async () => {
     stack = await startStack();
     browser = await launchBrowser();
     page = await newPage(browser, stack);
-  });
+  }));
 
   after(async () => {
     await browser?.close();

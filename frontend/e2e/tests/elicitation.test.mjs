@@ -58,7 +58,7 @@ describe('tools that ask for input and report progress', () => {
   const it = (name, body) => test(name, diagnosed(() => ({ page, stack }), body));
   const answersPosted = [];
 
-  before(async () => {
+  before(diagnosed(() => ({ page, stack }), async () => {
     // Through the test's proxy, which can slow the event stream to a pace a person
     // (and a screenshot) can follow.
     stack = await startStack({ proxy: true });
@@ -69,7 +69,7 @@ describe('tools that ask for input and report progress', () => {
     });
     await mkdir(outDir, { recursive: true });
     await signIn(page, stack, 'admin');
-  });
+  }));
 
   after(async () => {
     await browser?.close();

@@ -13,7 +13,7 @@ describe('a failing model', () => {
   let stack, browser, page;
   const it = (name, body) => test(name, diagnosed(() => ({ page, stack }), body));
 
-  before(async () => {
+  before(diagnosed(() => ({ page, stack }), async () => {
     stack = await startStack({
       script: {
         turns: [
@@ -26,7 +26,7 @@ describe('a failing model', () => {
     browser = await launchBrowser();
     page = await newPage(browser, stack);
     await signIn(page, stack, 'user');
-  });
+  }));
 
   after(async () => {
     await browser?.close();

@@ -25,10 +25,10 @@ describe('the browser login under attack', () => {
   let stack, browser, page;
   const it = (name, body) => test(name, diagnosed(() => ({ page, stack }), body));
 
-  before(async () => {
+  before(diagnosed(() => ({ page, stack }), async () => {
     stack = await startStack();
     browser = await launchBrowser();
-  });
+  }));
 
   after(async () => {
     await browser?.close();

@@ -27,12 +27,12 @@ describe('screenshots of the chat page', () => {
   let stack, browser, page;
   const it = (name, body) => test(name, diagnosed(() => ({ page, stack }), body));
 
-  before(async () => {
+  before(diagnosed(() => ({ page, stack }), async () => {
     stack = await startStack();
     browser = await launchBrowser();
     page = await newPage(browser, stack, { colorScheme: 'light' });
     await mkdir(outDir, { recursive: true });
-  });
+  }));
 
   after(async () => {
     await browser?.close();

@@ -78,7 +78,7 @@ describe('untrusted markdown in answers', () => {
   const it = (name, body) => test(name, diagnosed(() => ({ page, stack }), body));
   const uiResponses = [];
 
-  before(async () => {
+  before(diagnosed(() => ({ page, stack }), async () => {
     leak = await startLeakServer();
     stack = await startStack({ script: { repeat: { text: hostileAnswer(leak.url) } } });
     browser = await launchBrowser();
@@ -86,7 +86,7 @@ describe('untrusted markdown in answers', () => {
     page.on('response', (response) => {
       if (response.url().startsWith(stack.gatewayUrl)) uiResponses.push(response);
     });
-  });
+  }));
 
   after(async () => {
     await browser?.close();

@@ -29,12 +29,12 @@ describe('long answers from a slow model', () => {
   let stack, browser, page;
   const it = (name, body) => test(name, diagnosed(() => ({ page, stack }), body));
 
-  before(async () => {
+  before(diagnosed(() => ({ page, stack }), async () => {
     stack = await startStack({ script: { repeat: { text: ANSWER, paced_ms: PACE_MS } }, proxy: true });
     browser = await launchBrowser();
     page = await newPage(browser, stack);
     await signIn(page, stack, 'user');
-  });
+  }));
 
   after(async () => {
     await browser?.close();
