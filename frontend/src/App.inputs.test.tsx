@@ -4,7 +4,7 @@
 import { act, fireEvent, render, screen, within } from "@testing-library/react";
 import { afterEach, beforeEach, describe, expect, it, vi } from "vitest";
 import { App } from "./App";
-import { fakeBody, jsonBody, jsonResponse, sse, until, type FakeBody, type FetchCall } from "./test/fakeStream";
+import { fakeBody, isTaskPoll, jsonBody, jsonResponse, sse, until, type FakeBody, type FetchCall } from "./test/fakeStream";
 
 const SIGNED_IN = {
   authenticated: true,
@@ -42,6 +42,7 @@ function gateway(): { calls: FetchCall[]; body: FakeBody; inputAnswers: Response
     if (url === "/api/auth/status") return jsonResponse(200, SIGNED_IN);
     if (url === "/api/v1/resos/conversations") return jsonResponse(200, []);
     if (url === "/api/v1/resos/stream/chat") return body.response;
+    if (isTaskPoll(url, init)) return jsonResponse(200, { tasks: [] });
     if (url.startsWith("/api/v1/resos/chat/inputs/")) {
       const next = inputAnswers.shift();
       if (!next) throw new Error(`unexpected answer ${url}`);

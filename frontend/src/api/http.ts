@@ -1,3 +1,4 @@
+import type { Task, TaskList } from "./tasks";
 import type { AuthStatus, Conversation, ConversationSummary, ErrorBody, InputAction } from "./types";
 
 /** An answer from the gateway that was not a success, with what the UI needs to react. */
@@ -113,6 +114,28 @@ export class Api {
     const body: { action: InputAction; content?: Record<string, unknown> } = { action };
     if (action === "accept" && content !== undefined) body.content = content;
     await this.write("POST", `/api/v1/resos/chat/inputs/${encodeURIComponent(inputId)}`, body);
+  }
+
+  /** The conversation's long-running tool calls (MCP tasks), running and ended. */
+  async tasks(conversationId: string, signal?: AbortSignal): Promise<Task[]> {
+    const list = await this.json<TaskList>(`/api/v1/resos/conversations/${encodeURIComponent(conversationId)}/tasks`, {
+      signal,
+    });
+    return Array.isArray(list.tasks) ? list.tasks : [];
+  }
+
+  /** Stops a running task: 202 with the task; 409 when it had already ended. */
+  async cancelTask(taskId: string): Promise<Task> {
+    const response = await this.write("POST", `/api/v1/resos/chat/tasks/${encodeURIComponent(taskId)}/cancel`, {});
+    return (await response.json()) as Task;
+  }
+
+  /** Answers a task's request for input, as a tool call's input is answered. */
+  async answerTaskInput(taskId: string, action: InputAction, content?: Record<string, unknown>): Promise<Task> {
+    const body: { action: InputAction; content?: Record<string, unknown> } = { action };
+    if (action === "accept" && content !== undefined) body.content = content;
+    const response = await this.write("POST", `/api/v1/resos/chat/tasks/${encodeURIComponent(taskId)}/input`, body);
+    return (await response.json()) as Task;
   }
 
   async logout(): Promise<void> {

@@ -1,6 +1,7 @@
 // An assistant answer as the transcript shows it, built from stream events (live) or
 // from stored rows (a conversation opened later). Pure functions, so both are tested.
 
+import { taskIdOf } from "../api/tasks";
 import type {
   ChatEvent,
   Conversation,
@@ -88,9 +89,13 @@ export interface Answer {
   resolvedInputs: Record<string, InputAction>;
 }
 
+/**
+ * A question and an answer. A task's follow-up (its result, posted as a new answer)
+ * carries the task's id on both: its question is a note from the task, not the person.
+ */
 export type Turn =
-  | { kind: "user"; key: string; text: string; unsent?: boolean }
-  | { kind: "assistant"; key: string; answer: Answer };
+  | { kind: "user"; key: string; text: string; unsent?: boolean; messageId?: string; taskId?: string }
+  | { kind: "assistant"; key: string; answer: Answer; taskId?: string };
 
 export function emptyAnswer(messageId: string | null = null): Answer {
   return {
@@ -415,7 +420,11 @@ export function turnsFromConversation(conversation: Conversation, live = false):
   const flush = (): void => {
     if (group.length > 0) groups.push(group);
     const first = group[0];
-    if (first) turns.push({ kind: "assistant", key: first.id, answer: storedAnswer(group, false) });
+    const taskId = group.map(taskIdOf).find((id) => id !== undefined);
+    if (first) {
+      const turn: Turn = { kind: "assistant", key: first.id, answer: storedAnswer(group, false) };
+      turns.push(taskId === undefined ? turn : { ...turn, taskId });
+    }
     group = [];
   };
   for (const message of conversation.messages) {
@@ -424,7 +433,11 @@ export function turnsFromConversation(conversation: Conversation, live = false):
       group.push(message);
     } else if (message.role === "user") {
       flush();
-      turns.push({ kind: "user", key: message.id, text: message.content ?? "" });
+      const turn: Turn = { kind: "user", key: message.id, text: message.content ?? "" };
+      if (message.message_id) turn.messageId = message.message_id;
+      const taskId = taskIdOf(message);
+      if (taskId !== undefined) turn.taskId = taskId;
+      turns.push(turn);
     }
   }
   flush();
@@ -436,7 +449,8 @@ export function turnsFromConversation(conversation: Conversation, live = false):
     if (mayBeRunning(rows)) turns[turns.length - 1] = { ...last, answer: storedAnswer(rows, true) };
   } else if (last?.kind === "user" && lastMessage?.message_id) {
     // Asked, and no model turn stored yet: the answer may be on its way.
-    turns.push({ kind: "assistant", key: `${last.key}-answer`, answer: emptyAnswer(lastMessage.message_id) });
+    const answer: Turn = { kind: "assistant", key: `${last.key}-answer`, answer: emptyAnswer(lastMessage.message_id) };
+    turns.push(last.taskId === undefined ? answer : { ...answer, taskId: last.taskId });
   }
   return turns;
 }

@@ -17,6 +17,7 @@ import {
 import { AnswerStream, type AnswerStreamOptions } from "./answerStream";
 import { failureFromError, failureFromEvent, type Failure } from "./failure";
 import { problemsOf } from "./inputProblems";
+import { shownMessageIds } from "./tasks";
 
 export interface ChatState {
   conversationId: string | null;
@@ -31,6 +32,7 @@ type Action =
   | { type: "loaded"; turns: Turn[] }
   | { type: "conversation"; conversationId: string }
   | { type: "push"; turns: Turn[] }
+  | { type: "followUp"; turns: Turn[]; messageId: string }
   | { type: "remove"; keys: string[] }
   | { type: "event"; key: string; event: ChatEvent }
   | { type: "restart"; key: string; messageId: string }
@@ -57,6 +59,10 @@ function reducer(state: ChatState, action: Action): ChatState {
       return { ...state, conversationId: action.conversationId };
     case "push":
       return { ...state, turns: [...state.turns, ...action.turns], failure: null };
+    case "followUp":
+      // Once, however often the tasks' list names it before the transcript has it.
+      if (state.loading || shownMessageIds(state.turns).has(action.messageId)) return state;
+      return { ...state, turns: [...state.turns, ...action.turns] };
     case "remove":
       return { ...state, turns: state.turns.filter((t) => !action.keys.includes(t.key)) };
     case "event":
@@ -127,12 +133,26 @@ export interface Chat {
   decide: (toolId: string, approve: boolean, rememberMinutes: number) => void;
   /** Answers a tool's request for input (`content` with `accept` of a form). */
   answerInput: (inputId: string, action: InputAction, content?: Record<string, unknown>) => void;
+  /**
+   * Appends the answer a task posted with its result, and watches it stream in from
+   * its first event, beside whatever the person is asking meanwhile.
+   */
+  appendFollowUp: (messageId: string, taskId: string) => void;
+}
+
+/** A stream being followed: the person's own answer, or a task's follow-up beside it. */
+interface Followed {
+  stream: AnswerStream;
+  key: string;
+  followUp: boolean;
 }
 
 export function useChat(api: Api, callbacks: ChatCallbacks, streamOptions: Partial<AnswerStreamOptions> = {}): Chat {
   const [state, dispatch] = useReducer(reducer, initial);
   const conversationRef = useRef<string | null>(null);
-  const streamRef = useRef<{ stream: AnswerStream; key: string } | null>(null);
+  // Every answer being watched, by turn key: at most one of the person's, and the
+  // follow-ups of tasks, which stream beside it.
+  const streamsRef = useRef<Map<string, Followed>>(new Map());
   const loadRef = useRef<AbortController | null>(null);
   // The stream's handlers outlive the render that made them: they read the newest
   // callbacks and options through these refs, updated after every commit (before any
@@ -144,19 +164,22 @@ export function useChat(api: Api, callbacks: ChatCallbacks, streamOptions: Parti
     optionsRef.current = streamOptions;
   });
 
-  const closeStream = useCallback(() => {
-    streamRef.current?.stream.close();
-    streamRef.current = null;
+  const closeStreams = useCallback((which: (f: Followed) => boolean = () => true) => {
+    for (const [key, followed] of streamsRef.current) {
+      if (!which(followed)) continue;
+      followed.stream.close();
+      streamsRef.current.delete(key);
+    }
   }, []);
 
   useEffect(
     () => () => {
-      closeStream();
+      closeStreams();
       loadRef.current?.abort();
       // Mounted again (React's strict mode does so at once), the page must load anew.
       conversationRef.current = null;
     },
-    [closeStream],
+    [closeStreams],
   );
 
   const follow = useCallback(
@@ -165,8 +188,11 @@ export function useChat(api: Api, callbacks: ChatCallbacks, streamOptions: Parti
       source: Pick<AnswerStreamOptions, "open" | "messageId">,
       asked: { question: string; userKey: string } | null,
       reload: (id: string) => void,
+      followUp = false,
     ) => {
-      closeStream();
+      // A new answer of the person's replaces any they were watching; a task's follow-up
+      // replaces nothing but an earlier watch of itself.
+      closeStreams((f) => f.key === key || (!followUp && !f.followUp));
       let errorEvent: ErrorEvent | null = null;
       let started = source.messageId !== undefined;
       const stream = new AnswerStream(
@@ -190,7 +216,7 @@ export function useChat(api: Api, callbacks: ChatCallbacks, streamOptions: Parti
           },
           onConnection: (connection) => dispatch({ type: "reconnecting", value: connection === "reconnecting" }),
           onEnd: (end) => {
-            if (streamRef.current?.stream === stream) streamRef.current = null;
+            if (streamsRef.current.get(key)?.stream === stream) streamsRef.current.delete(key);
             const retry = asked ? { question: asked.question } : null;
             if (end.kind === "done") {
               dispatch({ type: "reconnecting", value: false });
@@ -213,10 +239,10 @@ export function useChat(api: Api, callbacks: ChatCallbacks, streamOptions: Parti
           },
         },
       );
-      streamRef.current = { stream, key };
+      streamsRef.current.set(key, { stream, key, followUp });
       stream.start();
     },
-    [api, closeStream],
+    [api, closeStreams],
   );
 
   const load = useCallback(
@@ -237,7 +263,7 @@ export function useChat(api: Api, callbacks: ChatCallbacks, streamOptions: Parti
             if (resume && last?.kind === "assistant" && last.answer.streaming && last.answer.messageId) {
               const messageId = last.answer.messageId;
               dispatch({ type: "restart", key: last.key, messageId });
-              follow(last.key, { messageId }, null, (again) => run(again, false));
+              follow(last.key, { messageId }, null, (again) => run(again, false), last.taskId !== undefined);
             }
           },
           (error: unknown) => {
@@ -262,13 +288,13 @@ export function useChat(api: Api, callbacks: ChatCallbacks, streamOptions: Parti
     (conversationId: string | null) => {
       // The conversation an answer just created: the transcript is already here.
       if (conversationId !== null && conversationId === conversationRef.current) return;
-      closeStream();
+      closeStreams();
       loadRef.current?.abort();
       conversationRef.current = conversationId;
       dispatch({ type: "open", conversationId, loading: conversationId !== null });
       if (conversationId !== null) load(conversationId, true);
     },
-    [closeStream, load],
+    [closeStreams, load],
   );
 
   const ask = useCallback(
@@ -294,7 +320,7 @@ export function useChat(api: Api, callbacks: ChatCallbacks, streamOptions: Parti
   );
 
   const stop = useCallback(() => {
-    const current = streamRef.current;
+    const current = [...streamsRef.current.values()].filter((f) => !f.followUp).pop();
     if (!current) return;
     const messageId = current.stream.messageId;
     if (messageId) {
@@ -304,7 +330,7 @@ export function useChat(api: Api, callbacks: ChatCallbacks, streamOptions: Parti
       });
     } else {
       current.stream.close();
-      streamRef.current = null;
+      streamsRef.current.delete(current.key);
       dispatch({ type: "ended", key: current.key });
     }
   }, [api]);
@@ -370,10 +396,30 @@ export function useChat(api: Api, callbacks: ChatCallbacks, streamOptions: Parti
     [api, state.turns],
   );
 
-  const streaming = state.turns.some((t) => t.kind === "assistant" && t.answer.streaming);
+  const appendFollowUp = useCallback(
+    (messageId: string, taskId: string) => {
+      const id = conversationRef.current;
+      if (id === null || state.loading || shownMessageIds(state.turns).has(messageId)) return;
+      if ([...streamsRef.current.values()].some((f) => f.stream.messageId === messageId)) return;
+      const key = `task-${messageId}`;
+      dispatch({
+        type: "followUp",
+        messageId,
+        turns: [
+          { kind: "user", key: `${key}-note`, text: "", messageId, taskId },
+          { kind: "assistant", key, answer: emptyAnswer(messageId), taskId },
+        ],
+      });
+      follow(key, { messageId }, null, (again) => load(again, false), true);
+    },
+    [follow, load, state.loading, state.turns],
+  );
+
+  // The person's own answer: a task's follow-up streaming meanwhile does not stop them asking.
+  const streaming = state.turns.some((t) => t.kind === "assistant" && t.answer.streaming && t.taskId === undefined);
 
   return useMemo(
-    () => ({ state, streaming, open, ask, stop, retry, dismiss, decide, answerInput }),
-    [state, streaming, open, ask, stop, retry, dismiss, decide, answerInput],
+    () => ({ state, streaming, open, ask, stop, retry, dismiss, decide, answerInput, appendFollowUp }),
+    [state, streaming, open, ask, stop, retry, dismiss, decide, answerInput, appendFollowUp],
   );
 }

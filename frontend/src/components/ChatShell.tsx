@@ -1,9 +1,11 @@
 import { useCallback, useEffect, useMemo, useRef, useState, type ReactElement } from "react";
 import { Api, HttpError } from "../api/http";
 import { OFFLINE_MODEL, type ConversationSummary, type User } from "../api/types";
+import { followUpsToShow, shownMessageIds } from "../chat/tasks";
 import { useChat } from "../chat/useChat";
 import { useConversations } from "../hooks/useConversations";
 import { conversationPath, useRoute } from "../hooks/useRoute";
+import { useTasks } from "../hooks/useTasks";
 import type { Theme } from "../hooks/useTheme";
 import { Composer } from "./Composer";
 import { ErrorBanner } from "./ErrorBanner";
@@ -11,6 +13,7 @@ import { MenuIcon } from "./icons";
 import { LiveAnnouncer } from "./LiveAnnouncer";
 import { OfflineNote } from "./OfflineNote";
 import { Sidebar } from "./Sidebar";
+import { TasksPanel } from "./TasksPanel";
 import { ThemeToggle } from "./ThemeToggle";
 import { Transcript } from "./Transcript";
 import { UserMenu } from "./UserMenu";
@@ -33,15 +36,33 @@ export function ChatShell({
   const list = useConversations(api);
   const [drawerOpen, setDrawerOpen] = useState(false);
   const input = useRef<HTMLTextAreaElement>(null);
+  // An answer that ends may have started a task: the tasks are asked for again.
+  const refreshTasks = useRef<() => void>(() => {});
 
   const chat = useChat(api, {
     onConversationStarted: (id) => {
       navigate(conversationPath(id));
       list.refresh();
     },
-    onAnswerEnded: list.refresh,
+    onAnswerEnded: () => {
+      list.refresh();
+      refreshTasks.current();
+    },
   });
-  const { open } = chat;
+  const { open, appendFollowUp } = chat;
+
+  const shown = useMemo(() => shownMessageIds(chat.state.turns), [chat.state.turns]);
+  const tasks = useTasks(api, chat.state.loading ? null : chat.state.conversationId, shown);
+  useEffect(() => {
+    refreshTasks.current = tasks.refresh;
+  }, [tasks.refresh]);
+
+  // A task's result, posted as a new answer: it streams in at the end of the transcript.
+  useEffect(() => {
+    for (const task of followUpsToShow(tasks.tasks, shown)) {
+      if (task.follow_up_message_id !== null) appendFollowUp(task.follow_up_message_id, task.id);
+    }
+  }, [tasks.tasks, shown, appendFollowUp]);
 
   useEffect(() => {
     open(route.conversationId);
@@ -154,8 +175,10 @@ export function ChatShell({
           onDecide={chat.decide}
           onAnswerInput={chat.answerInput}
           onSuggest={chat.ask}
+          tasks={tasks.tasks}
         />
         <div className="composer-area">
+          <TasksPanel tasks={tasks} />
           {offline && <OfflineNote />}
           {chat.state.reconnecting && (
             <p className="connection-status" data-testid="connection-status" role="status">

@@ -1,7 +1,9 @@
 import { useEffect, useLayoutEffect, useRef, type ReactElement } from "react";
+import type { Task } from "../api/tasks";
 import type { InputAction } from "../api/types";
 import type { Turn } from "../chat/answer";
 import { AssistantMessage, UserMessage } from "./Message";
+import { TaskNote } from "./TaskNote";
 
 const SUGGESTIONS = [
   "Which tables seat six people?",
@@ -16,12 +18,15 @@ export function Transcript({
   onDecide,
   onAnswerInput,
   onSuggest,
+  tasks = [],
 }: {
   turns: Turn[];
   loading: boolean;
   onDecide: (toolId: string, approve: boolean, rememberMinutes: number) => void;
   onAnswerInput: (inputId: string, action: InputAction, content?: Record<string, unknown>) => void;
   onSuggest: (question: string) => void;
+  /** The conversation's tasks, for the notes that open their follow-ups. */
+  tasks?: readonly Task[];
 }): ReactElement {
   const scroller = useRef<HTMLDivElement>(null);
   const pinned = useRef(true);
@@ -63,7 +68,9 @@ export function Transcript({
           </div>
         )}
         {turns.map((turn) =>
-          turn.kind === "user" ? (
+          turn.kind === "user" && turn.taskId !== undefined ? (
+            <TaskNote key={turn.key} task={tasks.find((t) => t.id === turn.taskId)} text={turn.text} />
+          ) : turn.kind === "user" ? (
             <UserMessage key={turn.key} text={turn.text} unsent={turn.unsent} />
           ) : (
             <AssistantMessage key={turn.key} answer={turn.answer} onDecide={onDecide} onAnswerInput={onAnswerInput} />

@@ -37,23 +37,37 @@ export interface FetchCall {
   init: RequestInit;
 }
 
-/** A fetch answering each call with the next queued response (or a thrown network error). */
+/** A conversation's tasks being polled (`GET …/conversations/{id}/tasks`). */
+export const isTaskPoll = (url: string, init: RequestInit = {}): boolean =>
+  (init.method ?? "GET") === "GET" && /^\/api\/v1\/resos\/conversations\/[^/]+\/tasks$/.test(url);
+
+/**
+ * A fetch answering each call with the next queued response (or a thrown network error).
+ * The page's polls of a conversation's tasks are answered with none, apart from the
+ * queue and the calls (they come whenever an answer ends), and counted in `taskPolls`.
+ */
 export function fakeFetch(): {
   fetch: typeof fetch;
   calls: FetchCall[];
+  taskPolls: FetchCall[];
   queue: (answer: Response | Error | (() => Response | Promise<Response>)) => void;
 } {
   const calls: FetchCall[] = [];
+  const taskPolls: FetchCall[] = [];
   const answers: (Response | Error | (() => Response | Promise<Response>))[] = [];
   const fetchFn = (async (input: RequestInfo | URL, init: RequestInit = {}) => {
     const url = typeof input === "string" ? input : input instanceof URL ? input.href : input.url;
+    if (isTaskPoll(url, init)) {
+      taskPolls.push({ url, init });
+      return jsonResponse(200, { tasks: [] });
+    }
     calls.push({ url, init });
     const next = answers.shift();
     if (!next) throw new Error(`unexpected fetch ${url}`);
     if (next instanceof Error) throw next;
     return typeof next === "function" ? next() : next;
   }) as typeof fetch;
-  return { fetch: fetchFn, calls, queue: (a) => answers.push(a) };
+  return { fetch: fetchFn, calls, taskPolls, queue: (a) => answers.push(a) };
 }
 
 /** A call's JSON body, parsed; a body that is not text fails the test instead of parsing "[object ...]". */
