@@ -68,7 +68,7 @@ export function TaskRow({
   const ended = taskEnded(task.status);
   const now = useNow(!ended);
   const input = inputRequest(task, action);
-  const progress = task.progress;
+  const { progress } = task;
   const note = task.error ?? task.status_message;
   return (
     <li
@@ -105,12 +105,13 @@ export function TaskRow({
           </button>
         )}
       </div>
-      {!ended && progress !== null ? (
+      {task.status === "working" ? (
+        // Without figures from the task, a bar that says it runs, under its status message.
         <ToolProgressBar
           title={task.title}
           progress={{
-            progress: progress.progress,
-            ...(progress.total !== null && progress.total > 0 ? { total: progress.total } : {}),
+            progress: progress?.progress ?? 0,
+            ...(progress && progress.total !== null && progress.total > 0 ? { total: progress.total } : {}),
             ...(task.status_message ? { message: task.status_message } : {}),
           }}
         />
