@@ -44,6 +44,7 @@ function gateway(tasks: Task[]): {
     if (url === "/api/v1/resos/conversations/conv_1/tasks") return jsonResponse(200, { tasks: state.tasks });
     if (url === "/api/v1/resos/stream/chat/msg_f") return state.followUp.response;
     if (url === "/api/v1/resos/stream/chat") return state.ask.response;
+    if (url === "/api/v1/resos/chat/tasks/tsk_1/input") return jsonResponse(202, task({ status_message: "Reading 2026-11" }));
     if (url === "/api/v1/resos/chat/tasks/tsk_1/cancel") {
       const next = state.cancels.shift();
       if (!next) throw new Error(`unexpected cancel ${url}`);
@@ -100,6 +101,34 @@ describe("a conversation's tasks", () => {
     net.cancels.push(jsonResponse(409, { code: "CONFLICT", message: "the task has ended" }));
     fireEvent.click(within(row).getByTestId("task-stop"));
     expect((await screen.findByTestId("task-problem")).textContent).toBe("This task has already ended.");
+  });
+
+  it("shows a task's request for input as a form, and posts the answer to the task", async () => {
+    const asking = task({
+      status: "input_required",
+      status_message: "Asking which month to report on",
+      progress: null,
+      input: {
+        message: "Which month?",
+        schema: { type: "object", properties: { month: { type: "string", title: "Month" } }, required: ["month"] },
+      },
+    });
+    const net = gateway([asking]);
+    render(<App />);
+    const card = await screen.findByTestId("input-card");
+    expect(within(card).getByTestId("input-message").textContent).toBe("Which month?");
+    expect(screen.getByTestId("task-row").dataset.status).toBe("input_required");
+    // It came beside the chat unasked-for: the question box keeps the focus.
+    expect(card.contains(document.activeElement)).toBe(false);
+    net.tasks = [task()];
+    fireEvent.change(within(card).getByLabelText(/^Month/), { target: { value: "2026-11" } });
+    fireEvent.click(within(card).getByTestId("input-send"));
+    await until(() => screen.queryByTestId("input-card") === null, "the form gone");
+    const sent = net.calls.find((c) => c.url.endsWith("/input"))!;
+    expect(sent.url).toBe("/api/v1/resos/chat/tasks/tsk_1/input");
+    expect(jsonBody(sent.init)).toEqual({ action: "accept", content: { month: "2026-11" } });
+    expect(new Headers(sent.init.headers).get("X-CSRF-Token")).toBe("csrf-t");
+    expect(screen.getByTestId("task-row").dataset.status).toBe("working");
   });
 
   it("appends a task's result as a new answer that streams in, while the person asks something else", async () => {

@@ -15,10 +15,13 @@ export function InputCard({
   title,
   input,
   onAnswer,
+  takeFocus = true,
 }: {
   title: string;
   input: InputRequest;
   onAnswer: (action: InputAction, content?: Record<string, unknown>) => void;
+  /** Off where the request comes unasked-for beside the chat (a background task's): the person may be typing. */
+  takeFocus?: boolean;
 }): ReactElement {
   const card = useRef<HTMLElement>(null);
   const left = useSecondsLeft(input.expiresAt);
@@ -29,8 +32,8 @@ export function InputCard({
   // A field the form itself chose (one the server named) keeps it.
   useEffect(() => {
     const el = card.current;
-    if (el && !el.contains(document.activeElement)) el.querySelector<HTMLElement>(FOCUSABLE)?.focus();
-  }, []);
+    if (takeFocus && el && !el.contains(document.activeElement)) el.querySelector<HTMLElement>(FOCUSABLE)?.focus();
+  }, [takeFocus]);
 
   return (
     <section

@@ -132,6 +132,7 @@ export function TaskRow({
           key={`${task.id}:${task.input?.message ?? ""}`}
           title={task.title}
           input={input}
+          takeFocus={false}
           onAnswer={(answer, content) => onAnswerInput(task.id, answer, content)}
         />
       )}
