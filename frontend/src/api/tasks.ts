@@ -11,10 +11,11 @@ export interface TaskProgress {
   total: number | null;
 }
 
-/** A form the task waits for: the same shape as a tool's request for input. */
+/** What the task waits for: a form (its JSON schema), or else a page to open, as a tool's request for input. */
 export interface TaskInput {
   message: string;
-  schema: unknown;
+  schema?: unknown;
+  url?: string | null;
 }
 
 export interface Task {
@@ -28,7 +29,8 @@ export interface Task {
   title: string;
   status: TaskStatus;
   status_message: string | null;
-  progress: TaskProgress | null;
+  /** Figures, when its server reports them; the status message otherwise says how far it got. */
+  progress?: TaskProgress | null;
   created_at: string;
   updated_at: string;
   finished_at: string | null;

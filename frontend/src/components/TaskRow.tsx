@@ -37,15 +37,18 @@ function useNow(running: boolean): number {
 /** The task's request for input, as the form card of a tool's request shows it. */
 function inputRequest(task: Task, action: TaskAction | undefined): InputRequest | null {
   if (task.status !== "input_required" || task.input === null) return null;
+  const { schema, url } = task.input;
+  const form = schema !== undefined && schema !== null;
   const request: InputRequest = {
     id: task.id,
-    mode: "form",
+    mode: form || typeof url !== "string" ? "form" : "url",
     message: task.input.message,
-    schema: task.input.schema,
     // A task's request waits as long as the task does: no deadline to show.
     expiresAt: "",
     state: action?.sending ? "sending" : "open",
   };
+  if (form) request.schema = schema;
+  else if (typeof url === "string") request.url = url;
   if (action?.problems) request.problems = action.problems;
   if (action?.problem) request.problem = action.problem;
   return request;
