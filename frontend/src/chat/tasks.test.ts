@@ -10,6 +10,7 @@ import {
   formatElapsed,
   keepPolling,
   noteEnded,
+  progressOf,
   replaceTask,
   shownMessageIds,
 } from "./tasks";
@@ -135,5 +136,17 @@ describe("a follow-up answer in the stored conversation", () => {
       true,
     );
     expect(turns[1]).toMatchObject({ kind: "assistant", taskId: "tsk_1", answer: { messageId: "msg_f", streaming: true } });
+  });
+});
+
+describe("progressOf", () => {
+  it("takes the server's figures, or the day counted in the status message", () => {
+    expect(progressOf(task())).toEqual({ progress: 3, total: 30 });
+    expect(progressOf(task({ progress: { progress: 2, total: null } }))).toEqual({ progress: 2 });
+    const words = (status_message: string | null) => task({ progress: null, status_message });
+    expect(progressOf(words("Day 12 of 30 (2026-11-12): 14 bookings, 40 covers"))).toEqual({ progress: 12, total: 30 });
+    expect(progressOf(words("Reading the bookings of November 2026"))).toBeNull();
+    expect(progressOf(words("Day 31 of 30"))).toBeNull();
+    expect(progressOf(words(null))).toBeNull();
   });
 });

@@ -107,3 +107,21 @@ export function formatElapsed(ms: number): string {
   const seconds = String(total % 60).padStart(2, "0");
   return hours > 0 ? `${hours}:${String(minutes).padStart(2, "0")}:${seconds}` : `${minutes}:${seconds}`;
 }
+
+/**
+ * How far a running task got: its server's figures, or else the "Day 12 of 30" its
+ * status message starts with (a task's server may report only words); none otherwise.
+ */
+export function progressOf(task: Task): { progress: number; total?: number } | null {
+  const { progress } = task;
+  if (progress) {
+    return progress.total !== null && progress.total > 0
+      ? { progress: progress.progress, total: progress.total }
+      : { progress: progress.progress };
+  }
+  const match = /^\D{0,40}?\b(\d{1,9}) of (\d{1,9})\b/.exec(task.status_message ?? "");
+  if (!match) return null;
+  const done = Number(match[1]);
+  const total = Number(match[2]);
+  return total > 0 && done <= total ? { progress: done, total } : null;
+}

@@ -2,7 +2,7 @@ import { useEffect, useState, type ReactElement } from "react";
 import type { Task, TaskStatus } from "../api/tasks";
 import type { InputAction } from "../api/types";
 import type { InputRequest } from "../chat/answer";
-import { elapsedMs, formatElapsed, taskEnded, taskStatusWord } from "../chat/tasks";
+import { elapsedMs, formatElapsed, progressOf, taskEnded, taskStatusWord } from "../chat/tasks";
 import type { TaskAction } from "../hooks/useTasks";
 import { AlertIcon, BanIcon, CheckIcon, ClockIcon, StopIcon } from "./icons";
 import { InputCard } from "./InputCard";
@@ -71,7 +71,7 @@ export function TaskRow({
   const ended = taskEnded(task.status);
   const now = useNow(!ended);
   const input = inputRequest(task, action);
-  const { progress } = task;
+  const progress = progressOf(task);
   const note = task.error ?? task.status_message;
   return (
     <li
@@ -109,12 +109,12 @@ export function TaskRow({
         )}
       </div>
       {task.status === "working" ? (
-        // Without figures from the task, a bar that says it runs, under its status message.
+        // Without figures, a bar that says it runs, under its status message.
         <ToolProgressBar
           title={task.title}
           progress={{
             progress: progress?.progress ?? 0,
-            ...(progress && progress.total !== null && progress.total > 0 ? { total: progress.total } : {}),
+            ...(progress?.total !== undefined ? { total: progress.total } : {}),
             ...(task.status_message ? { message: task.status_message } : {}),
           }}
         />
