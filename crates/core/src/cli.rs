@@ -268,6 +268,11 @@ pub struct McpArgs {
     /// `act`) the MCP role takes, comma-separated; others are refused.
     #[arg(long, env = "MAITRED_MCP_TRUSTED_ACTORS", value_delimiter = ',', default_value = defaults::MCP_TRUSTED_ACTORS)]
     pub mcp_trusted_actors: Vec<String>,
+
+    /// The pause between the steps (days) of the `getMonthReport` tool, e.g. `200ms`;
+    /// 0 runs it as fast as the backend answers.
+    #[arg(long, env = "MAITRED_MCP_REPORT_STEP_DELAY", default_value_t = Span(defaults::MCP_REPORT_STEP_DELAY))]
+    pub mcp_report_step_delay: Span,
 }
 
 #[derive(Debug, Clone, Args)]
@@ -397,6 +402,20 @@ pub struct GatewayArgs {
     /// How many times one answer may be taken over; past it, it ends as interrupted.
     #[arg(long, env = "MAITRED_RESUME_MAX", default_value_t = defaults::RESUME_MAX)]
     pub resume_max: u32,
+
+    /// Background tasks (tool calls a server runs as MCP tasks) one person may have
+    /// running at once; past it, a new one is cancelled and the model told why.
+    #[arg(long, env = "MAITRED_TASKS_PER_PERSON", default_value_t = defaults::TASKS_PER_PERSON)]
+    pub tasks_per_person: usize,
+
+    /// Background tasks one MCP server may have running at once, for everyone.
+    #[arg(long, env = "MAITRED_TASKS_PER_SERVER", default_value_t = defaults::TASKS_PER_SERVER)]
+    pub tasks_per_server: usize,
+
+    /// How long a background task may run before the gateway gives up on it (cancels
+    /// it at its server and posts that it failed).
+    #[arg(long, env = "MAITRED_TASK_GIVE_UP", default_value_t = Span(defaults::TASK_GIVE_UP))]
+    pub task_give_up: Span,
 
     /// Serve the web UI from this folder (a `frontend/dist` build) instead of the
     /// copy embedded in the binary at compile time.

@@ -5,6 +5,7 @@
 
 use ts_rs::TS;
 
+use super::background::view::{TaskInput, TaskList, TaskView};
 use super::chat::store::ConversationSummary;
 use super::chat::views::{ConversationView, PartView, ToolCallView};
 use maitred_protocol::events::{
@@ -13,7 +14,8 @@ use maitred_protocol::events::{
     ToolProgressEvent, ToolResultEvent, UsageEvent,
 };
 use maitred_protocol::ids::{
-    CallStatus, ConversationId, InputId, MessageId, MessageStatus, PartId, Role, ToolCallId,
+    CallStatus, ConversationId, InputId, MessageId, MessageStatus, PartId, Role, TaskId,
+    TaskStatus, ToolCallId,
 };
 
 const PATH: &str = "../../frontend/src/api/generated.ts";
@@ -26,6 +28,7 @@ fn declarations() -> Vec<String> {
         PartId::decl(&cfg),
         ToolCallId::decl(&cfg),
         InputId::decl(&cfg),
+        TaskId::decl(&cfg),
         Role::decl(&cfg),
         MessageStatus::decl(&cfg),
         CallStatus::decl(&cfg),
@@ -51,6 +54,10 @@ fn declarations() -> Vec<String> {
         ToolCallView::decl(&cfg),
         PartView::decl(&cfg),
         ConversationView::decl(&cfg),
+        TaskStatus::decl(&cfg),
+        TaskInput::decl(&cfg),
+        TaskView::decl(&cfg),
+        TaskList::decl(&cfg),
     ]
 }
 

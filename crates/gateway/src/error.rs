@@ -45,6 +45,9 @@ pub enum GatewayError {
     /// Where running answers live (Redis, or the database's event log) failed.
     #[error("running answers cannot be reached right now; try again shortly")]
     LiveUnavailable(String),
+    /// An MCP server the request needed could not be reached (a task's server).
+    #[error("{0}")]
+    ToolServer(String),
     #[error(transparent)]
     Internal(#[from] anyhow::Error),
 }
@@ -79,6 +82,7 @@ impl GatewayError {
             | Self::SessionUnavailable { .. } => {
                 (StatusCode::SERVICE_UNAVAILABLE, "SERVICE_UNAVAILABLE")
             }
+            Self::ToolServer(_) => (StatusCode::BAD_GATEWAY, "UPSTREAM_ERROR"),
             Self::Internal(_) => (StatusCode::INTERNAL_SERVER_ERROR, "INTERNAL_ERROR"),
         }
     }

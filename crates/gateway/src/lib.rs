@@ -3,6 +3,7 @@
 
 pub mod answer;
 mod auth;
+pub mod background;
 #[cfg(test)]
 mod bindings;
 pub mod chat;
@@ -58,6 +59,8 @@ pub struct GatewayState {
     pub store: Store,
     pub approvals: Arc<Approvals>,
     pub inputs: Arc<ToolInputs>,
+    /// Tool calls their servers run as tasks, followed after their answers ended.
+    pub background: Arc<background::TaskBook>,
     /// Running answers: their events, viewers, cancel signals and limits.
     pub live: Live,
     pub sessions: Arc<Sessions>,
@@ -270,12 +273,24 @@ pub async fn router(
         )));
     }
     let gateway = &settings.gateway;
+    let background = Arc::new(background::TaskBook::new(
+        db.clone(),
+        hub.clone(),
+        background::TaskLimits {
+            per_person: gateway.tasks_per_person,
+            per_server: gateway.tasks_per_server,
+            give_up: gateway.task_give_up,
+        },
+        gateway.tool_output_cap,
+        tasks.clone(),
+    ));
     let answerer = Arc::new(Answerer {
         models: ModelRouter::new(models, file.resilience.clone(), live.models()),
         policy: ToolPolicy::new(file.policy.clone()),
         tools: hub,
         approvals: approvals.clone(),
         inputs: inputs.clone(),
+        background: background.clone(),
         limits: answer::Limits {
             max_iterations: gateway.max_iterations,
             tool_calls_per_question: file.limits.tool_calls_per_question,
@@ -347,11 +362,12 @@ pub async fn router(
         store,
         approvals,
         inputs,
+        background: background.clone(),
         live,
         sessions,
         verifier,
         shutdown,
-        tasks,
+        tasks: tasks.clone(),
         body_limit: settings.backend.body_limit,
         metrics,
         gateway_metrics,
@@ -378,6 +394,18 @@ pub async fn router(
             post(chat::answer_input),
         )
         .route(
+            &format!("{API_PREFIX}/chat/tasks/{{id}}/cancel"),
+            post(background::routes::cancel),
+        )
+        .route(
+            &format!("{API_PREFIX}/chat/tasks/{{id}}/input"),
+            post(background::routes::answer),
+        )
+        .route(
+            &format!("{API_PREFIX}/conversations/{{id}}/tasks"),
+            get(background::routes::list),
+        )
+        .route(
             &format!("{API_PREFIX}/conversations"),
             get(chat::conversations),
         )
@@ -393,6 +421,13 @@ pub async fn router(
         // session's CSRF token is the second line.
         .layer(CsrfLayer::new())
         .with_state(state.clone());
+    // Every replica follows the background tasks no live replica holds.
+    tasks.spawn(background::watch(
+        state.clone(),
+        background,
+        settings.gateway.answer_lease,
+        state.shutdown.clone(),
+    ));
     let router = http::health::routes(http::health::database(db)).merge(api);
     Ok((
         http::middleware::wrap(router, &state.metrics, &settings.trusted_proxies),

@@ -104,6 +104,12 @@ id!(
     InputId,
     "in"
 );
+id!(
+    /// A tool call its MCP server runs as a task (the Tasks extension): the gateway's
+    /// own id for it, not the server's.
+    TaskId,
+    "tsk"
+);
 
 /// A stored status that is none of its kind's values.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
@@ -233,6 +239,24 @@ status!(
         Unavailable => "unavailable",
     }
 );
+
+status!(
+    /// Where a background task (a tool call its server runs as an MCP task) stands.
+    TaskStatus {
+        Working => "working",
+        InputRequired => "input_required",
+        Completed => "completed",
+        Failed => "failed",
+        Cancelled => "cancelled",
+    }
+);
+
+impl TaskStatus {
+    /// Whether it has ended: its result (or why it has none) is final.
+    pub fn is_end(self) -> bool {
+        matches!(self, Self::Completed | Self::Failed | Self::Cancelled)
+    }
+}
 
 impl CallStatus {
     /// How a call ends by itself: the statuses a `tool_result` event carries. The

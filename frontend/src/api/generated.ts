@@ -11,6 +11,8 @@ export type ToolCallId = string;
 
 export type InputId = string;
 
+export type TaskId = string;
+
 export type Role = "user" | "assistant" | "tool";
 
 export type MessageStatus = "streaming" | "complete" | "cancelled" | "interrupted" | "error";
@@ -107,7 +109,12 @@ message_id: MessageId | null, role: Role, content: string | null, status: Messag
 /**
  * For a model turn: the calls it made.
  */
-tool_calls?: Array<StoredToolCall>, };
+tool_calls?: Array<StoredToolCall>, 
+/**
+ * Set on the parts of an answer that posts a background task's result: its
+ * question is a note from the task, not something the person wrote.
+ */
+task_id?: TaskId, };
 
 export type Conversation = { id: ConversationId, title: string, created_at: string, updated_at: string, 
 /**
@@ -115,3 +122,43 @@ export type Conversation = { id: ConversationId, title: string, created_at: stri
  * the model reads, are left out).
  */
 messages: Array<StoredMessage>, };
+
+export type TaskStatus = "working" | "input_required" | "completed" | "failed" | "cancelled";
+
+export type TaskInput = { message: string, 
+/**
+ * The form's JSON schema; none: a page to open (`url`).
+ */
+schema: unknown, url: string | null, };
+
+export type Task = { id: TaskId, conversation_id: ConversationId, 
+/**
+ * The answer whose tool call started it, and that call.
+ */
+message_id: MessageId, tool_call_id: ToolCallId, server: string, tool: string, 
+/**
+ * What people were shown of the call ("Month report · month 2026-11").
+ */
+title: string, status: TaskStatus, 
+/**
+ * What its server last said of it ("day 12 of 30").
+ */
+status_message: string | null, created_at: string, updated_at: string, finished_at: string | null, 
+/**
+ * From its start to its end, or to now while it runs.
+ */
+elapsed_ms: number, 
+/**
+ * The answer that carries its result, once posted.
+ */
+follow_up_message_id: MessageId | null, 
+/**
+ * Why it failed.
+ */
+error: string | null, 
+/**
+ * While it waits for the person: what it asks.
+ */
+input: TaskInput | null, };
+
+export type TaskList = { tasks: Array<Task>, };

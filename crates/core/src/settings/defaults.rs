@@ -37,6 +37,9 @@ pub const MCP_BACKEND_TIMEOUT: Duration = Duration::from_secs(5);
 pub const MCP_CLIENT_ID: &str = "maitred-mcp";
 /// The clients the MCP role takes delegated tokens from: the gateway's.
 pub const MCP_TRUSTED_ACTORS: &str = "maitred-gateway";
+/// The pause between the days `getMonthReport` reads: a month then takes some
+/// seconds, long enough to watch it run, poll it and cancel it.
+pub const MCP_REPORT_STEP_DELAY: Duration = Duration::from_millis(200);
 
 pub const LLM_MODEL: &str = "gpt-4o-mini";
 pub const MAX_ITERATIONS: u32 = 10;
@@ -52,5 +55,10 @@ pub const REDIS_PREFIX: &str = "maitred";
 pub const ANSWER_LEASE: Duration = Duration::from_secs(15);
 /// How many times one answer may be taken over after its server stopped.
 pub const RESUME_MAX: u32 = 3;
+/// Background tasks (MCP tasks) one person, and one server, may have running at once.
+pub const TASKS_PER_PERSON: usize = 5;
+pub const TASKS_PER_SERVER: usize = 100;
+/// How long a background task may run before the gateway gives up on it.
+pub const TASK_GIVE_UP: Duration = Duration::from_secs(3600);
 /// The offline model's pause between text fragments, so streaming is visible.
 pub const OFFLINE_FRAGMENT_DELAY: Duration = Duration::from_millis(15);

@@ -132,6 +132,8 @@ pub struct McpSettings {
     pub allowed_origins: Vec<String>,
     /// Clients whose delegated tokens are taken (the newest actor in `act`).
     pub trusted_actors: Vec<String>,
+    /// The pause between the steps (days) of the long `getMonthReport` tool.
+    pub report_step_delay: Duration,
 }
 
 /// The chat gateway: which model, which MCP servers, and the loop's limits.
@@ -170,6 +172,11 @@ pub struct GatewaySettings {
     pub resume_answers: bool,
     /// How many times one answer may be taken over.
     pub resume_max: u32,
+    /// Background tasks one person, and one server, may have running at once.
+    pub tasks_per_person: usize,
+    pub tasks_per_server: usize,
+    /// How long a background task may run before it is given up.
+    pub task_give_up: Duration,
 }
 
 /// The Redis (or Valkey) gateway replicas share their running answers through.
@@ -221,6 +228,7 @@ impl McpSettings {
             client_secret: None,
             allowed_hosts,
             trusted_actors: vec![defaults::MCP_TRUSTED_ACTORS.to_owned()],
+            report_step_delay: defaults::MCP_REPORT_STEP_DELAY,
         }
     }
 }
@@ -248,6 +256,9 @@ impl GatewaySettings {
             answer_lease: defaults::ANSWER_LEASE,
             resume_answers: true,
             resume_max: defaults::RESUME_MAX,
+            tasks_per_person: defaults::TASKS_PER_PERSON,
+            tasks_per_server: defaults::TASKS_PER_SERVER,
+            task_give_up: defaults::TASK_GIVE_UP,
         }
     }
 }

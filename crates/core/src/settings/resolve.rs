@@ -155,6 +155,12 @@ fn mcp_from(mut mcp: McpSettings, args: &McpArgs) -> anyhow::Result<McpSettings>
         .map(|a| a.trim().to_owned())
         .filter(|a| !a.is_empty())
         .collect();
+    mcp.report_step_delay = within(
+        args.mcp_report_step_delay.into(),
+        "MAITRED_MCP_REPORT_STEP_DELAY",
+        Duration::ZERO,
+        Duration::from_secs(60),
+    )?;
     Ok(mcp)
 }
 
@@ -217,6 +223,14 @@ fn gateway_from(defaults: GatewaySettings, args: &GatewayArgs) -> anyhow::Result
         )?,
         resume_answers: args.resume_answers,
         resume_max: args.resume_max,
+        tasks_per_person: args.tasks_per_person,
+        tasks_per_server: args.tasks_per_server,
+        task_give_up: within(
+            args.task_give_up.into(),
+            "MAITRED_TASK_GIVE_UP",
+            Duration::from_secs(1),
+            Duration::from_secs(7 * 24 * 3600),
+        )?,
         mcp_url: optional_url(args.gateway_mcp_url.as_deref())?,
         mcp_client_secret: secret(args.gateway_client_secret.as_deref()),
         max_iterations: args.max_iterations,
@@ -325,6 +339,7 @@ mod tests {
         assert_eq!(parsed.gateway.resume_answers, built.gateway.resume_answers);
         assert_eq!(parsed.gateway.resume_max, built.gateway.resume_max);
         assert_eq!(parsed.mcp.backend_timeout, built.mcp.backend_timeout);
+        assert_eq!(parsed.mcp.report_step_delay, built.mcp.report_step_delay);
         assert_eq!(parsed.backend.body_limit, built.backend.body_limit);
         assert_eq!(
             parsed.backend.idempotency_ttl,

@@ -31,7 +31,7 @@ use maitred_core::trace_context::TraceContext;
 use maitred_llm::router::ModelRouter;
 use maitred_llm::{Message, ToolDef, Usage};
 use maitred_protocol::events::Finish;
-use ports::{Approver, Inputs, Tools};
+use ports::{Approver, BackgroundTasks, Inputs, Tools};
 pub use recorder::Recorder;
 
 /// The loop's limits.
@@ -54,6 +54,8 @@ pub struct Answerer {
     pub tools: Arc<dyn Tools>,
     pub approvals: Arc<dyn Approver>,
     pub inputs: Arc<dyn Inputs>,
+    /// Where a call that became a task goes when its answer ends.
+    pub background: Arc<dyn BackgroundTasks>,
     pub limits: Limits,
     pub metrics: GatewayMetrics,
 }
@@ -75,6 +77,9 @@ pub enum Asking {
     /// Nobody can be asked (`why` says so, to the model and in the call's summary):
     /// only an approval still remembered lets such a call run.
     Never { why: &'static str },
+    /// A background task's result, posted after the answer that started it ended:
+    /// the model answers from it and is offered no tool.
+    Task,
 }
 
 /// The conversation as the model sees it, and what the run has used.
@@ -88,11 +93,23 @@ struct Run {
 impl Answerer {
     /// Runs the question to its end; the last event it records is `done`.
     pub async fn run(&self, answer: &Answer<'_>, history: Vec<Message>, question: String) {
+        self.run_after(answer, history, question, Vec::new()).await;
+    }
+
+    /// The same, with `after` (a call and its result) after the question.
+    pub async fn run_after(
+        &self,
+        answer: &Answer<'_>,
+        history: Vec<Message>,
+        question: String,
+        after: Vec<Message>,
+    ) {
         let mut messages = vec![Message::System {
             content: prompt::system_prompt(self.limits.system_prompt.as_deref()),
         }];
         messages.extend(history);
         messages.push(Message::User { content: question });
+        messages.extend(after);
         let mut run = Run {
             messages,
             usage: Usage::default(),
@@ -103,7 +120,11 @@ impl Answerer {
     }
 
     async fn turns(&self, answer: &Answer<'_>, run: &mut Run) -> Result<Finish, Stop> {
-        let catalogue = self.tools.catalogue().await;
+        let catalogue = if answer.asking == Asking::Task {
+            Arc::new(Catalogue::default())
+        } else {
+            self.tools.catalogue().await
+        };
         let offered = self.offered(&catalogue, &answer.user.roles);
         let mut budget = self.limits.tool_calls_per_question;
         let mut repeats = repeats::Repeats::default();

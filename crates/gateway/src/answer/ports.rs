@@ -9,11 +9,13 @@ use rmcp::model::JsonObject;
 use serde_json::Value;
 use tokio_util::sync::CancellationToken;
 
-use crate::tools::{CallContext, CallOutcome, Catalogue, InputReply, RegisteredTool};
+use crate::auth::ChatUser;
+use crate::tools::{CallContext, CallOutcome, Catalogue, InputReply, RegisteredTool, StartedTask};
 use maitred_llm::{Message, ToolCall, Usage};
 use maitred_protocol::events::{ChatEvent, InputMode};
 use maitred_protocol::ids::{
-    CallStatus, ConversationId, InputId, MessageId, MessageStatus, PartId, Subject, ToolCallId,
+    CallStatus, ConversationId, InputId, MessageId, MessageStatus, PartId, Subject, TaskId,
+    ToolCallId,
 };
 use std::sync::Arc;
 
@@ -236,4 +238,37 @@ pub trait Inputs: Send + Sync {
         request: &InputRequest<'_>,
         cancel: &CancellationToken,
     ) -> StoreResult<InputReply>;
+}
+
+/// A call its server runs as a task, handed over by the answer that made it.
+#[derive(Debug, Clone)]
+pub struct NewTask<'a> {
+    pub answer: &'a AnswerRef,
+    pub user: &'a ChatUser,
+    pub call: &'a ToolCallId,
+    /// The id the model gave the call: the follow-up answer shows the model its
+    /// call and, under that id, the result.
+    pub model_call_id: &'a str,
+    pub server: &'a str,
+    pub tool: &'a str,
+    /// The tool's name as the model knows it.
+    pub exposed: &'a str,
+    pub title: &'a str,
+    pub arguments: &'a Value,
+    pub started: &'a StartedTask,
+}
+
+/// What became of a task handed over.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Adopted {
+    /// Followed from now on, under this id.
+    Followed(TaskId),
+    /// The person (or the server) has `limit` tasks running already: it is cancelled.
+    OverLimit { limit: usize, whose: &'static str },
+}
+
+/// The tasks the cluster follows after the answers that started them have ended.
+#[async_trait]
+pub trait BackgroundTasks: Send + Sync {
+    async fn adopt(&self, task: NewTask<'_>) -> StoreResult<Adopted>;
 }

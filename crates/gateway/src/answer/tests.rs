@@ -239,6 +239,8 @@ impl AnswerStore for Parts {
 struct FakeTools {
     catalogue: Arc<Catalogue>,
     unavailable: Vec<&'static str>,
+    /// Tools whose server answers with a task.
+    as_tasks: Vec<&'static str>,
     together: Option<Arc<tokio::sync::Barrier>>,
     called: AtomicUsize,
     /// Each call's tool, gateway call id and idempotency key, as sent.
@@ -257,6 +259,7 @@ impl FakeTools {
                 unavailable: Vec::new(),
             }),
             unavailable: Vec::new(),
+            as_tasks: Vec::new(),
             together: None,
             called: AtomicUsize::new(0),
             sent: Mutex::new(Vec::new()),
@@ -288,10 +291,45 @@ impl Tools for FakeTools {
         if self.unavailable.contains(&tool.exposed.as_str()) {
             return CallOutcome::Unavailable("failed repeatedly and is not called for now".into());
         }
+        if self.as_tasks.contains(&tool.exposed.as_str()) {
+            return CallOutcome::Task(crate::tools::StartedTask {
+                task_id: "t-1".into(),
+                status_message: Some("day 1 of 30".into()),
+                poll_interval_ms: Some(500),
+            });
+        }
         CallOutcome::Ok {
             text: format!("{} {}", tool.exposed, serde_json::Value::Object(arguments)),
             structured: None,
         }
+    }
+}
+
+/// Adopts tasks up to `limit`, and remembers which.
+#[derive(Default)]
+struct Background {
+    limit: Option<usize>,
+    adopted: Mutex<Vec<(String, String, String)>>,
+}
+
+#[async_trait]
+impl super::ports::BackgroundTasks for Background {
+    async fn adopt(&self, task: super::ports::NewTask<'_>) -> StoreResult<super::ports::Adopted> {
+        let mut adopted = self.adopted.lock().unwrap();
+        if self.limit.is_some_and(|limit| adopted.len() >= limit) {
+            return Ok(super::ports::Adopted::OverLimit {
+                limit: adopted.len(),
+                whose: "The user",
+            });
+        }
+        adopted.push((
+            task.exposed.to_owned(),
+            task.model_call_id.to_owned(),
+            task.started.task_id.clone(),
+        ));
+        Ok(super::ports::Adopted::Followed(
+            maitred_protocol::ids::TaskId::new(),
+        ))
     }
 }
 
@@ -353,12 +391,14 @@ struct Setup {
     verdict: Verdict,
     max_iterations: u32,
     asking: Asking,
+    background: Arc<Background>,
 }
 
 struct Ran {
     viewers: Arc<Viewers>,
     parts: Arc<Parts>,
     tools: Arc<FakeTools>,
+    background: Arc<Background>,
     metrics: Metrics,
 }
 
@@ -374,6 +414,7 @@ impl Setup {
             verdict: Verdict::Approved,
             max_iterations: 10,
             asking: Asking::Person,
+            background: Arc::default(),
         }
     }
 
@@ -391,6 +432,7 @@ impl Setup {
             tools: tools.clone(),
             approvals: Arc::new(Decided(self.verdict)),
             inputs: Arc::new(Unanswered),
+            background: self.background.clone(),
             limits: Limits {
                 max_iterations: self.max_iterations,
                 tool_calls_per_question: 25,
@@ -436,6 +478,7 @@ impl Setup {
             viewers,
             parts,
             tools,
+            background: self.background,
             metrics: registry,
         }
     }
@@ -595,6 +638,44 @@ async fn a_server_behind_an_open_breaker_is_unavailable_and_the_answer_goes_on()
     let told = ran.parts.tool_results.lock().unwrap()[0].1.clone();
     assert!(told.contains("do not retry"), "{told}");
     assert_eq!(finish_reason(&ran.viewers.last()), "stop");
+}
+
+#[tokio::test]
+async fn a_call_that_becomes_a_task_is_handed_over_and_the_answer_ends_normally() {
+    let mut setup = Setup::new(vec![
+        calls(&[("c1", "shop__listItems", "{}")]),
+        text("The list is being made; it will be posted here."),
+    ]);
+    setup.tools.as_tasks = vec!["shop__listItems"];
+    let ran = setup.run(Parts::default()).await;
+
+    assert_eq!(ran.viewers.results(), ["ok"]);
+    let told = ran.parts.tool_results.lock().unwrap()[0].1.clone();
+    assert!(told.contains("runs in the background"), "{told}");
+    assert_eq!(
+        *ran.background.adopted.lock().unwrap(),
+        [("shop__listItems".into(), "c1".into(), "t-1".into())]
+    );
+    assert_eq!(finish_reason(&ran.viewers.last()), "stop");
+}
+
+#[tokio::test]
+async fn a_task_over_the_limit_is_refused_and_the_model_is_told_why() {
+    let mut setup = Setup::new(vec![
+        calls(&[("c1", "shop__listItems", "{}")]),
+        text("Too many tasks."),
+    ]);
+    setup.tools.as_tasks = vec!["shop__listItems"];
+    setup.background = Arc::new(Background {
+        limit: Some(0),
+        ..Background::default()
+    });
+    let ran = setup.run(Parts::default()).await;
+
+    assert_eq!(ran.viewers.results(), ["error"]);
+    let told = ran.parts.tool_results.lock().unwrap()[0].1.clone();
+    assert!(told.contains("background tasks running"), "{told}");
+    assert!(ran.background.adopted.lock().unwrap().is_empty());
 }
 
 #[tokio::test]

@@ -53,7 +53,7 @@ enum Unfit {
 }
 
 /// Every problem with `content`, one per field at most; empty when it fits.
-pub(super) fn problems(schema: &Value, content: &Map<String, Value>) -> Vec<String> {
+pub(crate) fn problems(schema: &Value, content: &Map<String, Value>) -> Vec<String> {
     let properties = schema
         .get("properties")
         .and_then(Value::as_object)

@@ -4,6 +4,7 @@
 
 pub mod approvals;
 mod input_form;
+pub(crate) use input_form::problems as form_problems;
 pub mod inputs;
 mod pending;
 pub mod resume;
@@ -42,7 +43,10 @@ pub struct Question {
 
 /// An id from the URL: one that is not well formed names nothing of ours, so it is
 /// the same 404 as an unknown one.
-fn parse_id<T: std::str::FromStr>(what: &'static str, text: &str) -> Result<T, GatewayError> {
+pub(crate) fn parse_id<T: std::str::FromStr>(
+    what: &'static str,
+    text: &str,
+) -> Result<T, GatewayError> {
     text.parse()
         .map_err(|_| GatewayError::not_found(what, text))
 }
@@ -129,6 +133,7 @@ pub(crate) async fn ask(
             history,
             question: text,
             asking: Asking::Person,
+            follow_up: None,
         },
     )
     .await?;
@@ -272,7 +277,10 @@ pub async fn conversation(
 ) -> Result<Json<ConversationView>, GatewayError> {
     let id: ConversationId = parse_id("conversation", &id)?;
     let (summary, parts, calls) = state.store.conversation(&user.subject, &id).await?;
-    Ok(Json(ConversationView::new(summary, parts, calls)))
+    let follow_ups = state.background.follow_ups(&id).await?;
+    Ok(Json(
+        ConversationView::new(summary, parts, calls).with_follow_ups(&follow_ups),
+    ))
 }
 
 /// `DELETE /api/v1/resos/conversations/{id}`

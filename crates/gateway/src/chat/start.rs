@@ -31,6 +31,16 @@ pub struct NewAnswer {
     pub history: Vec<Message>,
     pub question: String,
     pub asking: Asking,
+    /// Set for a background task's result, posted as a new answer.
+    pub follow_up: Option<FollowUp>,
+}
+
+/// A background task's result as an answer: its id, claimed beforehand so it is
+/// posted once, and what the model is shown after the question (its call and the
+/// result).
+pub struct FollowUp {
+    pub message: MessageId,
+    pub after_question: Vec<Message>,
 }
 
 /// An answer that has begun.
@@ -52,9 +62,17 @@ pub async fn start(state: &GatewayState, new: NewAnswer) -> Result<Started, Gate
         history,
         question,
         asking,
+        follow_up,
     } = new;
+    let (message, after_question) = match follow_up {
+        Some(FollowUp {
+            message,
+            after_question,
+        }) => (message, after_question),
+        None => (MessageId::new(), Vec::new()),
+    };
     let answer = AnswerRef {
-        message: MessageId::new(),
+        message,
         conversation: continued.clone().unwrap_or_default(),
         owner: user.subject.clone(),
     };
@@ -120,7 +138,9 @@ pub async fn start(state: &GatewayState, new: NewAnswer) -> Result<Started, Gate
                 trace,
                 asking,
             };
-            answerer.run(&answer, history, question).await;
+            answerer
+                .run_after(&answer, history, question, after_question)
+                .await;
             if asking == Asking::Person
                 && let Err(error) = store.forget_asker(&message_id).await
             {

@@ -6,7 +6,7 @@ use serde_json::Value;
 
 use super::store::{ConversationSummary, StoredPart, StoredToolCall};
 use maitred_protocol::ids::{
-    CallStatus, ConversationId, InputId, MessageId, MessageStatus, PartId, Role, ToolCallId,
+    CallStatus, ConversationId, InputId, MessageId, MessageStatus, PartId, Role, TaskId, ToolCallId,
 };
 
 /// `GET /api/v1/resos/conversations/{id}`
@@ -37,6 +37,11 @@ pub struct PartView {
     #[serde(skip_serializing_if = "Option::is_none")]
     #[cfg_attr(test, ts(optional))]
     pub tool_calls: Option<Vec<ToolCallView>>,
+    /// Set on the parts of an answer that posts a background task's result: its
+    /// question is a note from the task, not something the person wrote.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    #[cfg_attr(test, ts(optional))]
+    pub task_id: Option<TaskId>,
 }
 
 #[derive(Debug, Serialize)]
@@ -83,6 +88,7 @@ impl ConversationView {
                     model: part.model,
                     created_at: part.created_at,
                     tool_calls,
+                    task_id: None,
                 }
             })
             .collect();
@@ -93,6 +99,19 @@ impl ConversationView {
             updated_at: summary.updated_at,
             messages,
         }
+    }
+}
+
+impl ConversationView {
+    /// Marks the parts of the answers that post background tasks' results.
+    pub fn with_follow_ups(mut self, follow_ups: &[(MessageId, TaskId)]) -> Self {
+        for part in &mut self.messages {
+            part.task_id = follow_ups
+                .iter()
+                .find(|(message, _)| part.message_id.as_ref() == Some(message))
+                .map(|(_, task)| task.clone());
+        }
+        self
     }
 }
 

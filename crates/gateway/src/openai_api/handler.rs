@@ -86,6 +86,7 @@ pub(super) async fn completions(
             history: conversation.history,
             question: conversation.question,
             asking: Asking::Never { why: NO_APPROVALS },
+            follow_up: None,
         },
     )
     .await?;

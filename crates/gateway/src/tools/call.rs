@@ -6,7 +6,9 @@
 use maitred_core::delegation::ExchangeError;
 use maitred_protocol::ids::{MessageId, ToolCallId};
 use maitred_protocol::meta;
-use rmcp::model::{CallToolRequestParams, CallToolResult, JsonObject, RequestMetaObject};
+use rmcp::model::{
+    CallToolRequestParams, CallToolResult, CreateTaskResult, JsonObject, RequestMetaObject,
+};
 use secrecy::SecretString;
 use serde_json::Value;
 use sha2::{Digest, Sha256};
@@ -15,6 +17,7 @@ use super::catalogue::RegisteredTool;
 use super::connection::Server;
 use super::error::HubError;
 use super::hub::ToolHub;
+use super::input_rounds::Answered;
 use super::interaction::CallLink;
 
 /// The idempotency key of one call: minted by the gateway, never by the model, from
@@ -58,6 +61,29 @@ pub enum CallOutcome {
     ToolError(String),
     /// The server could not be reached, or did not answer in time.
     Unavailable(String),
+    /// The server runs the call as a task: its result comes later, through
+    /// `tasks/get` (`crate::tasks` follows it).
+    Task(StartedTask),
+}
+
+/// A task as its server created it.
+#[derive(Debug, Clone)]
+pub struct StartedTask {
+    /// The server's id for it.
+    pub task_id: String,
+    pub status_message: Option<String>,
+    /// How often the server would have it polled.
+    pub poll_interval_ms: Option<u64>,
+}
+
+impl From<CreateTaskResult> for StartedTask {
+    fn from(created: CreateTaskResult) -> Self {
+        Self {
+            task_id: created.task.task_id,
+            status_message: created.task.status_message,
+            poll_interval_ms: created.task.poll_interval_ms,
+        }
+    }
 }
 
 impl ToolHub {
@@ -69,7 +95,8 @@ impl ToolHub {
         context: CallContext<'_>,
     ) -> CallOutcome {
         match self.call_through_breaker(tool, arguments, context).await {
-            Ok(result) => completed(result),
+            Ok(Answered::Result(result)) => completed(result),
+            Ok(Answered::Task(task)) => CallOutcome::Task(task.into()),
             Err(error) => error.into(),
         }
     }
@@ -79,7 +106,7 @@ impl ToolHub {
         tool: &RegisteredTool,
         arguments: JsonObject,
         context: CallContext<'_>,
-    ) -> Result<CallToolResult, HubError> {
+    ) -> Result<Answered, HubError> {
         let Some(server) = self.servers.iter().find(|s| s.config.name == tool.server) else {
             return Err(HubError::NotConfigured {
                 server: tool.server.clone(),
@@ -112,7 +139,7 @@ impl ToolHub {
         tool: &RegisteredTool,
         arguments: JsonObject,
         context: CallContext<'_>,
-    ) -> Result<CallToolResult, HubError> {
+    ) -> Result<Answered, HubError> {
         let (connection, routes) = server.connection_and_routes().await?;
         let link = context
             .link
@@ -164,7 +191,7 @@ impl ToolHub {
 }
 
 /// What a call's result is for the model.
-fn completed(result: CallToolResult) -> CallOutcome {
+pub(crate) fn completed(result: CallToolResult) -> CallOutcome {
     let text: String = result
         .content
         .iter()

@@ -7,8 +7,8 @@ use std::sync::atomic::{AtomicBool, Ordering};
 
 use rmcp::model::{
     ClientCapabilities, ClientConfig, ElicitRequestParams, ElicitResult, ElicitationAction,
-    ElicitationCapability, FormElicitationCapability, Implementation, ProgressNotificationParam,
-    UrlElicitationCapability,
+    ElicitationCapability, ExtensionCapabilities, FormElicitationCapability, Implementation,
+    JsonObject, ProgressNotificationParam, TASKS_EXTENSION_ID, UrlElicitationCapability,
 };
 use rmcp::service::{InboundStreamOrigin, NotificationContext, RequestContext, RoleClient};
 use rmcp::{ClientHandler, ErrorData};
@@ -73,6 +73,11 @@ pub(super) fn client_info() -> ClientConfig {
             .with_form(FormElicitationCapability::new().with_schema_validation(true))
             .with_url(UrlElicitationCapability::new()),
     );
+    // A call may become a task (SEP-2663): the answer does not wait for it, the
+    // gateway's task watcher does (`crate::tasks`).
+    let mut extensions = ExtensionCapabilities::new();
+    extensions.insert(TASKS_EXTENSION_ID.to_owned(), JsonObject::new());
+    capabilities.extensions = Some(extensions);
     ClientConfig::new(
         capabilities,
         Implementation::new("maitred-gateway", env!("CARGO_PKG_VERSION")),

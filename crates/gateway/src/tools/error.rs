@@ -80,8 +80,9 @@ pub enum HubError {
     Answer(serde_json::Error),
     #[error("{tool} asked for input more than {MAX_INPUT_ROUNDS} times in one call")]
     TooManyRounds { tool: String },
-    #[error("{server} answered with a task, which this gateway does not follow")]
-    Task { server: String },
+    /// The server no longer knows a task (it ended long ago, or the server restarted).
+    #[error("{server} no longer knows this task ({detail})")]
+    TaskGone { server: String, detail: String },
     #[error("{server} answered tools/call with something else than a result")]
     NotAResult { server: String },
 }
@@ -110,7 +111,7 @@ impl HubError {
             | Self::InputNotOffered
             | Self::Answer(_)
             | Self::TooManyRounds { .. }
-            | Self::Task { .. }
+            | Self::TaskGone { .. }
             | Self::NotAResult { .. } => false,
         }
     }

@@ -7,8 +7,8 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use rmcp::model::{
-    CallToolRequestParams, CallToolResult, InputRequest, InputRequests, InputResponses,
-    ServerResult,
+    CallToolRequestParams, CallToolResult, CreateTaskResult, InputRequest, InputRequests,
+    InputResponses, ServerResult,
 };
 
 use super::catalogue::RegisteredTool;
@@ -21,6 +21,13 @@ use super::routes::Routes;
 /// Most `input_required` rounds of one call: a few questions, not a dialogue.
 pub(super) const MAX_INPUT_ROUNDS: usize = 4;
 
+/// What a call's requests came to.
+pub(super) enum Answered {
+    Result(CallToolResult),
+    /// The server runs the call as a task (SEP-2663): its result comes later.
+    Task(CreateTaskResult),
+}
+
 impl ToolHub {
     /// Sends the call until the server has a result: the first request, then one
     /// more after each round of input.
@@ -32,7 +39,7 @@ impl ToolHub {
         routes: &Arc<Routes>,
         link: &CallLink,
         mut params: CallToolRequestParams,
-    ) -> Result<CallToolResult, HubError> {
+    ) -> Result<Answered, HubError> {
         for round in 0..=MAX_INPUT_ROUNDS {
             let round = u32::try_from(round).unwrap_or(u32::MAX);
             let answer = self
@@ -46,7 +53,7 @@ impl ToolHub {
                 )
                 .await?;
             match answer {
-                ServerResult::CallToolResult(result) => return Ok(result),
+                ServerResult::CallToolResult(result) => return Ok(Answered::Result(result)),
                 ServerResult::InputRequiredResult(required) => {
                     let asked = required
                         .input_requests
@@ -60,11 +67,7 @@ impl ToolHub {
                     params.input_responses = (!responses.is_empty()).then_some(responses);
                     params.request_state = required.request_state;
                 }
-                ServerResult::CreateTaskResult(_) => {
-                    return Err(HubError::Task {
-                        server: tool.server.clone(),
-                    });
-                }
+                ServerResult::CreateTaskResult(task) => return Ok(Answered::Task(task)),
                 _ => {
                     return Err(HubError::NotAResult {
                         server: tool.server.clone(),
@@ -80,7 +83,7 @@ impl ToolHub {
 
 /// Answers a round's requests, one at a time, so the person sees one question after
 /// the other. Sampling and roots are not offered.
-async fn fulfil(
+pub(super) async fn fulfil(
     link: &CallLink,
     requests: Option<InputRequests>,
 ) -> Result<InputResponses, HubError> {

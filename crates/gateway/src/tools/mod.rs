@@ -16,10 +16,12 @@ pub mod interaction;
 pub mod policy;
 mod request;
 mod routes;
+mod tasks;
 
-pub use call::{CallContext, CallOutcome, idempotency_key};
+pub use call::{CallContext, CallOutcome, StartedTask, idempotency_key};
 pub(crate) use catalogue::humanize;
 pub use catalogue::{Catalogue, InvalidArguments, RegisteredTool};
 pub use error::HubError;
 pub use hub::ToolHub;
 pub use interaction::{AskKind, CallEvent, CallLink, InputAsk, InputReply, Progress};
+pub use tasks::TaskState;

@@ -20,12 +20,13 @@ use super::recorder::{ShownCall, StartedCall};
 use super::turn::Reply;
 use super::{Answer, Answerer, Stop};
 use crate::tools::{
-    CallContext, CallLink, Catalogue, InvalidArguments, RegisteredTool, idempotency_key,
+    CallContext, CallLink, CallOutcome, Catalogue, InvalidArguments, RegisteredTool, StartedTask,
+    idempotency_key,
 };
 use maitred_llm::ToolCall;
 use maitred_protocol::ids::{CallStatus, PartId, ToolCallId};
 
-use super::ports::{StoreResult, StoredCall};
+use super::ports::{Adopted, NewTask, StoreResult, StoredCall};
 
 impl Answerer {
     /// The turn's calls, concurrently; what the model is told of each, in order.
@@ -103,6 +104,7 @@ impl Answerer {
         let sending = Sending {
             tool,
             shown: &shown,
+            model_call_id: &call.id,
             started,
             arguments,
             key: key.as_deref(),
@@ -165,6 +167,7 @@ impl Answerer {
         let sending = Sending {
             tool,
             shown: &shown,
+            model_call_id: &call.id,
             started,
             arguments,
             key: key.as_deref(),
@@ -180,6 +183,7 @@ impl Answerer {
         let Sending {
             tool,
             shown,
+            model_call_id,
             started,
             arguments,
             key,
@@ -224,7 +228,14 @@ impl Answerer {
             link: &link,
         };
         let call = self.tools.call(&tool, arguments, context);
-        let outcome = interact::converse(answer, self.inputs.as_ref(), shown, call, events).await?;
+        let mut outcome =
+            interact::converse(answer, self.inputs.as_ref(), shown, call, events).await?;
+        if let CallOutcome::Task(started) = &outcome {
+            outcome = self
+                .adopt(answer, &tool, shown, model_call_id, started)
+                .await?
+                .unwrap_or(outcome);
+        }
         let summarised = summarise::outcome(outcome, self.limits.tool_output_cap);
         recorder
             .call_finished(started, summarised.status, &summarised.summary)
@@ -237,12 +248,48 @@ impl Answerer {
 struct Sending<'a> {
     tool: Arc<RegisteredTool>,
     shown: &'a ShownCall,
+    model_call_id: &'a str,
     started: StartedCall,
     arguments: Result<Value, BadArguments>,
     key: Option<&'a str>,
     budget_spent: Option<usize>,
     /// Sent again after a takeover (its approval may have been asked already).
     again: bool,
+}
+
+impl Answerer {
+    /// A call that became a task is handed to the tasks the cluster follows; one over
+    /// the limits is a refusal instead (the hand-over has cancelled it).
+    async fn adopt(
+        &self,
+        answer: &Answer<'_>,
+        tool: &RegisteredTool,
+        shown: &ShownCall,
+        model_call_id: &str,
+        started: &StartedTask,
+    ) -> StoreResult<Option<CallOutcome>> {
+        let adopted = self
+            .background
+            .adopt(NewTask {
+                answer: answer.recorder.answer(),
+                user: answer.user,
+                call: &shown.id,
+                model_call_id,
+                server: &tool.server,
+                tool: &tool.tool,
+                exposed: &tool.exposed,
+                title: &shown.title,
+                arguments: &shown.arguments,
+                started,
+            })
+            .await?;
+        Ok(match adopted {
+            Adopted::Followed(_) => None,
+            Adopted::OverLimit { limit, whose } => Some(CallOutcome::ToolError(format!(
+                "{whose} already has {limit} background tasks running, the most allowed; this one was cancelled. Tell the user to wait for one to finish or stop one."
+            ))),
+        })
+    }
 }
 
 /// Arguments the model wrote that cannot be used.

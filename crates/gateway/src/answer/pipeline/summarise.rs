@@ -15,6 +15,9 @@ pub(crate) struct Summarised {
     pub text: String,
 }
 
+/// What the model is told of a call that became a task.
+pub(crate) const TASK_STARTED: &str = "Started. This tool runs in the background: its result will be posted in this conversation as a new message when it is ready, which may take minutes. Tell the user it is running and that they can go on asking meanwhile. Do not call the tool again for this.";
+
 /// Tool output is the server's text: the model gets at most `cap` bytes of it.
 pub(crate) fn outcome(outcome: CallOutcome, cap: usize) -> Summarised {
     let (status, summary, text) = match outcome {
@@ -26,6 +29,14 @@ pub(crate) fn outcome(outcome: CallOutcome, cap: usize) -> Summarised {
             CallStatus::Error,
             shorten(&text, 160),
             format!("Error: {text}"),
+        ),
+        CallOutcome::Task(task) => (
+            CallStatus::Ok,
+            match &task.status_message {
+                Some(message) => format!("running in the background: {}", shorten(message, 120)),
+                None => "running in the background".to_owned(),
+            },
+            TASK_STARTED.to_owned(),
         ),
         CallOutcome::Unavailable(reason) => (
             CallStatus::Unavailable,
