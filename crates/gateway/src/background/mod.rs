@@ -50,6 +50,8 @@ pub struct TaskBook {
     /// Bytes of a task's result the model is given, as for a call's.
     output_cap: usize,
     tracker: TaskTracker,
+    /// One hand-over at a time here, so a turn's parallel calls count each other.
+    adopting: tokio::sync::Mutex<()>,
 }
 
 /// Polls no more often than this, whatever a server asks.
@@ -116,6 +118,7 @@ impl TaskBook {
             limits,
             output_cap,
             tracker,
+            adopting: tokio::sync::Mutex::new(()),
         }
     }
 
@@ -141,6 +144,7 @@ impl TaskBook {
 #[async_trait]
 impl BackgroundTasks for TaskBook {
     async fn adopt(&self, task: NewTask<'_>) -> StoreResult<Adopted> {
+        let _one_at_a_time = self.adopting.lock().await;
         let (mine, theirs) = self.rows.running(&task.answer.owner, task.server).await?;
         let over = if usize::try_from(mine).unwrap_or(usize::MAX) >= self.limits.per_person {
             Some((self.limits.per_person, "The user"))

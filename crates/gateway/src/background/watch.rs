@@ -71,10 +71,14 @@ impl TaskBook {
         let now = now_ms();
         if now >= row.give_up_at {
             let _ = self.hub.cancel_task(&row.server, &row.task_id).await;
-            let error = format!(
-                "gave up waiting for it after {} minutes",
-                (row.give_up_at - now_of(&row)).max(0) / 60_000
+            let waited = Duration::from_millis(
+                u64::try_from(row.give_up_at - started_ms(&row)).unwrap_or(0),
             );
+            let waited = match waited.as_secs() {
+                s if s < 120 => format!("{s} s"),
+                s => format!("{} min", s / 60),
+            };
+            let error = format!("gave up waiting for it after {waited} (MAITRED_TASK_GIVE_UP)");
             self.end(state, row, TaskStatus::Failed, None, Some(&error))
                 .await;
             return;
@@ -207,7 +211,7 @@ impl TaskBook {
     }
 }
 
-fn now_of(row: &TaskRow) -> i64 {
+fn started_ms(row: &TaskRow) -> i64 {
     maitred_core::db::parse_canonical(&row.created_at)
         .map_or(row.give_up_at, |at| at.timestamp_millis())
 }
