@@ -58,6 +58,7 @@ mod security_timeouts;
 mod shutdown;
 mod streams;
 mod tasks;
+mod tasks_replicas;
 mod token_exchange;
 mod tokens;
 mod tool_faults;

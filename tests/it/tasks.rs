@@ -25,7 +25,7 @@ use serde_json::{Value, json};
 use crate::helpers::{Database, Llm, TestApp, answer, of, serve};
 
 /// What the lab's tasks did, in order ("cancelled crunch", "asked", …).
-type Seen = Arc<Mutex<Vec<String>>>;
+pub(crate) type Seen = Arc<Mutex<Vec<String>>>;
 
 /// An MCP server of the 2026-07-28 revision whose every tool runs as a task:
 /// `crunch` counts `steps` (a status message per step), `ask_name` asks the person
@@ -187,7 +187,7 @@ impl ServerHandler for Lab {
 }
 
 /// Serves a [`Lab`] on a free port: its `/mcp` URL and what its tasks did.
-async fn lab(step: Duration) -> (String, Seen) {
+pub(crate) async fn lab(step: Duration) -> (String, Seen) {
     let seen = Seen::default();
     let server = Lab {
         tasks: Arc::new(TaskManager::new()),
@@ -215,7 +215,7 @@ fn lab_config(url: &str) -> ServerConfig {
 
 /// The model calls `lab__{tool}` with `arguments`, says it is running, and then
 /// (asked again with the task's result) writes `then`.
-fn script(tool: &str, arguments: Value, then: &str) -> Script {
+pub(crate) fn script(tool: &str, arguments: Value, then: &str) -> Script {
     Script::new([
         Turn::tool_calls([ToolCallSpec::new(
             "call_0",

@@ -35,6 +35,7 @@ pub async fn watch(
     let replica = state.live.replica().to_owned();
     let lease_ms = i64::try_from(lease.as_millis()).unwrap_or(15_000);
     let mut ticks: u64 = 0;
+    tracing::info!(%replica, "following background tasks");
     loop {
         tokio::select! {
             () = shutdown.cancelled() => return,
