@@ -109,7 +109,7 @@ async fn two_parallel_tool_calls_with_fragmented_arguments() {
         .iter()
         .map(|t| t["function"]["name"].as_str().unwrap())
         .collect();
-    assert_eq!(offered.len(), 15);
+    assert_eq!(offered.len(), 16);
     assert_eq!(offered[0], "resos__getCustomers");
     let messages = requests[1].body["messages"].as_array().unwrap();
     let tool_messages: Vec<&Value> = messages.iter().filter(|m| m["role"] == "tool").collect();

@@ -58,7 +58,7 @@ async fn a_small_model_gets_compact_tools_and_must_look_first() {
         names(&small_requests[0].body),
         names(&hosted_requests[0].body)
     );
-    assert_eq!(names(&small_requests[0].body).len(), 15);
+    assert_eq!(names(&small_requests[0].body).len(), 16);
     let (full, compact) = (
         tools_size(&hosted_requests[0].body),
         tools_size(&small_requests[0].body),
@@ -130,7 +130,7 @@ async fn a_model_marked_for_warm_up_reads_the_common_prompt_at_start() {
     assert_eq!(warm["max_tokens"], 1, "{warm}");
     assert_eq!(warm["stream"], false, "{warm}");
     assert_eq!(warm["tool_choice"], "auto", "{warm}");
-    assert_eq!(warm["tools"].as_array().unwrap().len(), 15, "{warm}");
+    assert_eq!(warm["tools"].as_array().unwrap().len(), 16, "{warm}");
     let token = app.chat_token().await;
     let events = app.ask(&token, "How many tables?", None).await.rest().await;
     assert_eq!(answer(&events), "There are 20 tables.");

@@ -93,6 +93,7 @@ async fn a_real_client_lists_and_calls_tools_in_both_revisions() {
                 "getAvailableDates",
                 "getAvailableTimes",
                 "findAvailability",
+                "getMonthReport",
                 "createBooking",
                 "updateBooking",
                 "addBookingNote",
@@ -157,7 +158,7 @@ async fn a_real_client_lists_and_calls_tools_in_both_revisions() {
         names_seen = names;
         client.cancel().await.unwrap();
     }
-    assert_eq!(names_seen.len(), 15);
+    assert_eq!(names_seen.len(), 16);
     app.stop().await;
 }
 
@@ -622,7 +623,7 @@ async fn the_same_tools_over_stdio_for_desktop_clients() {
         .stderr(std::process::Stdio::null());
     let client = ().serve(TokioChildProcess::new(command).unwrap()).await.expect("stdio server");
     let tools = client.list_all_tools().await.unwrap();
-    assert_eq!(tools.len(), 15);
+    assert_eq!(tools.len(), 16);
     let result = client
         .call_tool(
             CallToolRequestParams::new("getTables")

@@ -3,7 +3,8 @@
 //! to the data (hence its annotations and scope), and the handler `tools/call`
 //! runs, whose own argument and result types give the input and output schemas. An
 //! entry may declare a step to run before its handler (`Entry::first`):
-//! `createBooking` asks for a missing guest that way. Descriptions of filters are
+//! `createBooking` asks for a missing guest that way. A long tool that may run as a
+//! task is a `job_entry`: it is given the whole call (`getMonthReport`). Descriptions of filters are
 //! generated from the backend's own field whitelists, so they cannot drift from
 //! what the backend accepts.
 //!
@@ -28,6 +29,7 @@ use super::booking_guest;
 use super::call::{Answer, Call, Refusal};
 use super::metrics::Outcome;
 use super::progress::Progress;
+use super::report::{self, MonthReport, MonthReportArgs, MonthReports};
 use super::tools;
 use maitred_backend::model::{Booking, Customer, Feedback, OpeningHours, Table};
 use maitred_backend::query::{FieldType, Resource};
@@ -63,6 +65,16 @@ type Handler = Arc<
         + Sync,
 >;
 
+/// A tool that takes the whole call and answers it: one that may go on as a task.
+type Job = Arc<dyn for<'a> Fn(&'a Call<'a>, JsonObject) -> BoxFuture<'a, Answer> + Send + Sync>;
+
+/// What `tools/call` runs.
+#[derive(Clone)]
+enum Run {
+    Handler(Handler),
+    Job(Job),
+}
+
 /// A step before a tool's handler: given the call and its arguments, it goes on
 /// with the arguments (completed, say, by a person's answer) or answers the call
 /// itself, and the handler does not run.
@@ -76,7 +88,7 @@ pub struct Entry {
     pub tool: Tool,
     pub effect: Effect,
     first: Option<Step>,
-    run: Handler,
+    run: Run,
 }
 
 impl std::fmt::Debug for Entry {
@@ -108,8 +120,12 @@ impl Entry {
                 Err(answer) => return answer,
             };
         }
+        let handler = match &self.run {
+            Run::Handler(handler) => handler,
+            Run::Job(job) => return job(call, arguments).await,
+        };
         let progress = Progress::of(call.ctx);
-        match (self.run)(call.backend.clone(), arguments, progress).await {
+        match handler(call.backend.clone(), arguments, progress).await {
             Ok(value) => (Outcome::Ok, Ok(structured(value).into())),
             Err(refusal) => refusal.answer(),
         }
@@ -117,7 +133,7 @@ impl Entry {
 }
 
 /// The result as structured content, with a JSON text copy for clients that read only text.
-fn structured(value: Value) -> CallToolResult {
+pub(super) fn structured(value: Value) -> CallToolResult {
     let text = serde_json::to_string_pretty(&value).unwrap_or_default();
     let mut result = CallToolResult::success(vec![ContentBlock::text(text)]);
     result.structured_content = Some(value);
@@ -221,8 +237,6 @@ where
     F: Fn(BackendClient, I, Progress) -> Fut + Send + Sync + 'static,
     Fut: Future<Output = Result<O, Refusal>> + Send + 'static,
 {
-    let input_schema = input::<I>();
-    let output_schema = output::<O>();
     let run: Handler = Arc::new(move |backend, arguments, progress| {
         match serde_json::from_value::<I>(Value::Object(arguments)) {
             Ok(arguments) => {
@@ -234,6 +248,42 @@ where
             ))))),
         }
     });
+    Entry {
+        tool: tool::<I, O>(name, title, effect, description),
+        effect,
+        first: None,
+        run: Run::Handler(run),
+    }
+}
+
+/// A tool whose input schema is `I`'s and output schema `O`'s, run by `job`, which
+/// is given the whole call (and may answer it with a task).
+fn job_entry<I, O>(
+    name: &'static str,
+    title: &'static str,
+    effect: Effect,
+    description: String,
+    job: impl for<'a> Fn(&'a Call<'a>, JsonObject) -> BoxFuture<'a, Answer> + Send + Sync + 'static,
+) -> Entry
+where
+    I: JsonSchema + 'static,
+    O: JsonSchema + 'static,
+{
+    Entry {
+        tool: tool::<I, O>(name, title, effect, description),
+        effect,
+        first: None,
+        run: Run::Job(Arc::new(job)),
+    }
+}
+
+/// What `tools/list` says of a tool: its schemas and its annotations.
+fn tool<I: JsonSchema + 'static, O: JsonSchema + 'static>(
+    name: &'static str,
+    title: &'static str,
+    effect: Effect,
+    description: String,
+) -> Tool {
     let annotations = match effect {
         Effect::Read => ToolAnnotations::with_title(title)
             .read_only(true)
@@ -251,16 +301,10 @@ where
             .idempotent(true)
             .open_world(false),
     };
-    let tool = Tool::new(name, description, input_schema)
+    Tool::new(name, description, input::<I>())
         .with_title(title)
-        .with_raw_output_schema(output_schema)
-        .with_annotations(annotations);
-    Entry {
-        tool,
-        effect,
-        first: None,
-        run,
-    }
+        .with_raw_output_schema(output::<O>())
+        .with_annotations(annotations)
 }
 
 fn encode<T: Serialize>(result: &T) -> Result<Value, Refusal> {
@@ -268,8 +312,9 @@ fn encode<T: Serialize>(result: &T) -> Result<Value, Refusal> {
         .map_err(|e| Refusal::Failed(format!("the result could not be encoded: {e}")))
 }
 
-/// Every tool, in a fixed order: reads by resource, then availability, then writes.
-pub fn catalogue() -> Vec<Entry> {
+/// Every tool, in a fixed order: reads by resource, then availability, then the
+/// month report, then writes.
+pub(super) fn catalogue(reports: &MonthReports) -> Vec<Entry> {
     use Effect::*;
     vec![
         entry(
@@ -392,6 +437,25 @@ date; for one date use getAvailableTimes. Returns every day of the range with it
                 availability::MAX_DAYS
             ),
             availability::find,
+        ),
+        job_entry::<MonthReportArgs, MonthReport>(
+            report::NAME,
+            "Month report",
+            Read,
+            format!(
+                "Report on one month of bookings (month as YYYY-MM): it reads every day of the month \
+from the reservation system, so it takes a while, and runs in the background where the client supports \
+tasks. Returns the month's totals: bookings (every status), covers (guests of the bookings not canceled, \
+declined, no_show or waitlist), noShows, cancellations, declined, byStatus, perWeekday (Mon to Sun: \
+days, bookings, covers), busiestDay (the day with the most covers) and every day's own totals. Use it \
+for questions about a whole month (\"how was November\", \"our busiest day in December\"); for single \
+days use getBookings. Leave month out only when the person did not say which month: they are then \
+asked for it. {STATUSES}"
+            ),
+            {
+                let reports = reports.clone();
+                move |call, arguments| reports.run(call, arguments)
+            },
         ),
         entry(
             "createBooking",

@@ -12,10 +12,12 @@
 //! 2. its handler: `async fn(BackendClient, Args) -> Result<Out, Refusal>` in `tools`,
 //!    `Out` being `Serialize + JsonSchema` (the output schema), a backend model type
 //!    where it returns the backend's records;
-//! 3. one entry in [`catalogue::catalogue`]: `entry(name, title, effect, description,
+//! 3. one entry in `catalogue::catalogue`: `entry(name, title, effect, description,
 //!    handler)` (`reporting_entry` for a handler that also takes `Progress` steps),
 //!    and `.first(step)` when something must happen before the handler, as
-//!    `createBooking` asks for a missing guest. The server needs no change.
+//!    `createBooking` asks for a missing guest; `job_entry` for a long tool given the
+//!    whole call, which may answer it with a task (`getMonthReport`, in `report`,
+//!    on `tasks`). The server needs no change.
 
 mod access;
 mod args;
@@ -29,8 +31,10 @@ mod error;
 mod guest_form;
 mod metrics;
 mod progress;
+mod report;
 mod sealed_state;
 mod server;
+mod tasks;
 mod tools;
 
 use std::sync::Arc;
@@ -137,6 +141,8 @@ pub fn router(
         Access::Token,
         mcp_metrics,
         seal,
+        settings.mcp.report_step_delay,
+        shutdown.child_token(),
     );
     let resource = settings.mcp_resource();
     let metadata_url = format!(
@@ -214,6 +220,8 @@ pub async fn serve_stdio(settings: &Settings, http: reqwest::Client) -> anyhow::
         Access::Local,
         metrics,
         seal,
+        settings.mcp.report_step_delay,
+        CancellationToken::new(),
     );
     tracing::info!("serving MCP over stdio");
     let running = server

@@ -23,6 +23,8 @@ pub enum Outcome {
     Refused,
     /// A 2026-07-28 `InputRequiredResult`: the call waits for a person's answer.
     InputRequired,
+    /// A `CreateTaskResult`: the call goes on as a task (counted in `mcp_tasks` when it ends).
+    Task,
 }
 
 impl Outcome {
@@ -34,6 +36,7 @@ impl Outcome {
             Outcome::Invalid => "invalid",
             Outcome::Refused => "refused",
             Outcome::InputRequired => "input_required",
+            Outcome::Task => "task",
         }
     }
 }
@@ -43,6 +46,13 @@ impl Outcome {
 pub struct ToolLabels {
     pub tool: String,
     pub outcome: &'static str,
+}
+
+/// A task's tool and how it ended: `completed`, `failed` or `cancelled`.
+#[derive(Clone, Debug, Hash, PartialEq, Eq, EncodeLabelSet)]
+pub struct TaskLabels {
+    pub tool: &'static str,
+    pub status: &'static str,
 }
 
 #[derive(Clone, Debug, Hash, PartialEq, Eq, EncodeLabelSet)]
@@ -58,6 +68,7 @@ pub struct McpMetrics {
     pub tool_duration: LatencyFamily<ToolLabels>,
     pub backend_requests: Family<BackendLabels, Counter>,
     pub token_requests: Family<TokenFetchLabels, Counter>,
+    pub tasks: Family<TaskLabels, Counter>,
 }
 
 impl McpMetrics {
@@ -67,10 +78,12 @@ impl McpMetrics {
             tool_duration: latency_family(),
             backend_requests: Family::default(),
             token_requests: Family::default(),
+            tasks: Family::default(),
         };
         metrics.register(
             "mcp_tool_calls",
-            "MCP tools/call requests handled, by tool and outcome (ok, tool_error, unavailable, invalid, refused)",
+            "MCP tools/call requests handled, by tool and outcome (ok, tool_error, unavailable, invalid, refused, \
+input_required, task: it goes on as a task)",
             this.tool_calls.clone(),
         );
         metrics.register_with_unit(
@@ -90,6 +103,12 @@ impl McpMetrics {
             "Client-credentials token requests the MCP role made to the issuer for its backend token, \
 by reason (first, expiring, rejected: after a 401) and outcome",
             this.token_requests.clone(),
+        );
+        metrics.register(
+            "mcp_tasks",
+            "MCP tool calls run as tasks (the tasks extension), by tool and how they ended (completed, \
+failed, cancelled)",
+            this.tasks.clone(),
         );
         this
     }

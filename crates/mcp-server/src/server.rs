@@ -1,22 +1,25 @@
 //! The MCP server handler: tools/list from the catalogue, tools/call through the
-//! scope check into the tool's entry, and one audit line per call. Nothing here
-//! knows one tool from another.
+//! scope check into the tool's entry, and one audit line per call; `tasks/*` for the
+//! calls that went on as tasks, each caller seeing only its own. Nothing here knows
+//! one tool from another.
 
 use std::borrow::Cow;
 use std::sync::Arc;
-use std::time::Instant;
+use std::time::{Duration, Instant};
 
 use rmcp::model::{
-    CallToolRequestParams, CallToolResponse, CallToolResult, CompleteRequestMethod,
-    CompleteRequestParams, CompleteResult, ContentBlock, Implementation, ListPromptsRequestMethod,
-    ListPromptsResult, ListResourceTemplatesResult, ListResourcesResult, ListToolsResult,
-    PaginatedRequestParams, ProtocolVersion, ReadResourceRequestParams, ReadResourceResponse,
-    ServerCapabilities, ServerConfig, Tool,
+    CallToolRequestParams, CallToolResponse, CallToolResult, CancelTaskParams,
+    CompleteRequestMethod, CompleteRequestParams, CompleteResult, ContentBlock, GetTaskParams,
+    GetTaskResult, Implementation, ListPromptsRequestMethod, ListPromptsResult,
+    ListResourceTemplatesResult, ListResourcesResult, ListToolsResult, PaginatedRequestParams,
+    ProtocolVersion, ReadResourceRequestParams, ReadResourceResponse, ServerCapabilities,
+    ServerConfig, Tool, UpdateTaskParams,
 };
 use rmcp::service::RequestContext;
 use rmcp::{ErrorData, RoleServer, ServerHandler};
 use secrecy::SecretString;
 use serde_json::Value;
+use tokio_util::sync::CancellationToken;
 use tracing::Instrument;
 
 use super::audit;
@@ -24,7 +27,9 @@ use super::backend::BackendClient;
 use super::call::{Answer, Call};
 use super::catalogue::{Entry, READ_SCOPE, catalogue};
 use super::metrics::{McpMetrics, Outcome};
+use super::report::MonthReports;
 use super::sealed_state::StateSeal;
+use super::tasks::{self, Tasks};
 use maitred_backend::idempotency;
 use maitred_core::auth::{Principal, bearer_token};
 use maitred_core::trace_context::TraceContext;
@@ -55,22 +60,30 @@ struct Shared {
     access: Access,
     metrics: McpMetrics,
     seal: StateSeal,
+    tasks: Tasks,
 }
 
 impl McpServer {
+    /// `report_step_delay` is the pause between the days of `getMonthReport`; its
+    /// tasks stop on `shutdown`.
     pub fn new(
         backend: BackendClient,
         access: Access,
         metrics: McpMetrics,
         seal: StateSeal,
+        report_step_delay: Duration,
+        shutdown: CancellationToken,
     ) -> Self {
+        let tasks = Tasks::new(shutdown, metrics.tasks.clone());
+        let reports = MonthReports::new(tasks.clone(), report_step_delay);
         Self {
             shared: Arc::new(Shared {
-                tools: catalogue(),
+                tools: catalogue(&reports),
                 backend,
                 access,
                 metrics,
                 seal,
+                tasks,
             }),
         }
     }
@@ -143,6 +156,7 @@ impl ServerHandler for McpServer {
             ServerCapabilities::builder()
                 .enable_tools()
                 .enable_resources()
+                .enable_tasks()
                 .build(),
         )
         .with_server_info(
@@ -223,6 +237,42 @@ impl ServerHandler for McpServer {
         _ctx: RequestContext<RoleServer>,
     ) -> Result<CompleteResult, ErrorData> {
         Err(ErrorData::method_not_found::<CompleteRequestMethod>())
+    }
+
+    /// `tasks/get`: how the caller's task is doing (another caller's is unknown).
+    async fn get_task(
+        &self,
+        request: GetTaskParams,
+        ctx: RequestContext<RoleServer>,
+    ) -> Result<GetTaskResult, ErrorData> {
+        let owner = tasks::owner(principal(&ctx).as_ref());
+        self.shared
+            .tasks
+            .get(&owner, &request.task_id)
+            .map(GetTaskResult::new)
+    }
+
+    /// `tasks/update`: the person's answers to the caller's task's input requests.
+    async fn update_task(
+        &self,
+        request: UpdateTaskParams,
+        ctx: RequestContext<RoleServer>,
+    ) -> Result<(), ErrorData> {
+        let owner = tasks::owner(principal(&ctx).as_ref());
+        self.shared
+            .tasks
+            .update(&owner, &request.task_id, request.input_responses)
+    }
+
+    /// `tasks/cancel`: the caller's task stops at its next step.
+    async fn cancel_task(
+        &self,
+        request: CancelTaskParams,
+        ctx: RequestContext<RoleServer>,
+    ) -> Result<(), ErrorData> {
+        let owner = tasks::owner(principal(&ctx).as_ref());
+        tracing::info!(task = %request.task_id, "tasks/cancel");
+        self.shared.tasks.cancel(&owner, &request.task_id)
     }
 
     fn get_tool(&self, name: &str) -> Option<Tool> {

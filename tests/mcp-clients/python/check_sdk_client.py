@@ -22,7 +22,7 @@ from mcp.shared._httpx_utils import create_mcp_http_client
 EXPECTED_TOOLS = [
     "getCustomers", "getCustomerById", "getFeedback", "getFeedbackById", "getOpeningHours",
     "getOpeningHoursById", "getTables", "getBookings", "getBookingById", "getAvailableDates",
-    "getAvailableTimes", "findAvailability", "createBooking", "updateBooking", "addBookingNote",
+    "getAvailableTimes", "findAvailability", "getMonthReport", "createBooking", "updateBooking", "addBookingNote",
 ]
 
 # Client mode per revision: "legacy" is the initialize handshake with a session;

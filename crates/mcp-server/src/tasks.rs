@@ -1,0 +1,233 @@
+//! Tool calls that run as tasks (the `io.modelcontextprotocol/tasks` extension,
+//! SEP-2663, of the 2026-07-28 revision): rmcp's `TaskManager` runs them and answers
+//! `tasks/get`, `tasks/update` and `tasks/cancel`; this adds who may see them. A task
+//! belongs to the caller that started it (its token's subject and the clients acting
+//! for it): any other caller is told there is no such task, as for an id never issued.
+//! Every task also stops when the role shuts down.
+
+use std::collections::HashMap;
+use std::sync::{Arc, Mutex, PoisonError};
+
+use prometheus_client::metrics::counter::Counter;
+use prometheus_client::metrics::family::Family;
+use rmcp::model::{CreateTaskResult, DetailedTask, InputResponses, ProtocolVersion};
+use rmcp::service::RequestContext;
+use rmcp::task_manager::{TaskContext, TaskExit, TaskFuture, TaskManager, TaskOptions};
+use rmcp::{ErrorData, RoleServer};
+use tokio_util::sync::CancellationToken;
+
+use super::metrics::TaskLabels;
+use maitred_core::auth::Principal;
+
+/// How long a task may run (a person's answer to its form included), and how long
+/// its outcome is kept after it ends.
+const TASK_TTL_MS: u64 = 30 * 60 * 1000;
+
+/// How often a client should ask how a task is doing.
+pub(super) const POLL_INTERVAL_MS: u64 = 750;
+
+/// Whether this call may be answered with a task: a 2026-07-28 caller that declared
+/// the tasks extension (in the request's `_meta` capabilities, or at initialize).
+pub(super) fn declared(ctx: &RequestContext<RoleServer>) -> bool {
+    ctx.protocol_version()
+        .is_some_and(|v| v >= ProtocolVersion::V_2026_07_28)
+        && ctx
+            .client_capabilities()
+            .is_some_and(|c| c.supports_tasks())
+}
+
+/// Who a task belongs to: the caller's subject and the clients acting for it (over
+/// stdio, the local user).
+pub(super) fn owner(caller: Option<&Principal>) -> String {
+    match caller {
+        Some(p) => format!("{}\u{0}{}", p.subject, p.actors.join(" ")),
+        None => "local".to_owned(),
+    }
+}
+
+/// The tasks of every caller; clones share them.
+#[derive(Clone)]
+pub(super) struct Tasks {
+    manager: TaskManager,
+    /// Task id → its owner, for the tasks the manager still keeps.
+    owners: Arc<Mutex<HashMap<String, String>>>,
+    shutdown: CancellationToken,
+    finished: Family<TaskLabels, Counter>,
+}
+
+impl Tasks {
+    pub(super) fn new(shutdown: CancellationToken, finished: Family<TaskLabels, Counter>) -> Self {
+        Self {
+            manager: TaskManager::new(),
+            owners: Arc::default(),
+            shutdown,
+            finished,
+        }
+    }
+
+    fn owners(&self) -> std::sync::MutexGuard<'_, HashMap<String, String>> {
+        self.owners.lock().unwrap_or_else(PoisonError::into_inner)
+    }
+
+    /// Starts `job` as a task of `owner`'s, for the tool `tool`; the answer to the
+    /// `tools/call` that asked for it.
+    pub(super) fn start(
+        &self,
+        owner: String,
+        tool: &'static str,
+        status: String,
+        job: impl FnOnce(TaskContext) -> TaskFuture,
+    ) -> CreateTaskResult {
+        // Forget the owners of tasks the manager has let go (expired, evicted).
+        self.owners()
+            .retain(|id, _| self.manager.get_task(id).is_ok());
+        let options = TaskOptions::new()
+            .with_ttl_ms(TASK_TTL_MS)
+            .with_poll_interval_ms(POLL_INTERVAL_MS)
+            .with_status_message(status);
+        let shutdown = self.shutdown.clone();
+        let finished = self.finished.clone();
+        let task = self.manager.spawn(options, move |context| {
+            let run = job(context);
+            Box::pin(async move {
+                let ended = tokio::select! {
+                    ended = run => ended,
+                    () = shutdown.cancelled() => Err(TaskExit::Error(ErrorData::internal_error(
+                        "the MCP server stopped before the task ended; start it again",
+                        None,
+                    ))),
+                };
+                let status = match &ended {
+                    Ok(_) => "completed",
+                    Err(TaskExit::Cancelled) => "cancelled",
+                    Err(TaskExit::Error(_)) => "failed",
+                };
+                finished.get_or_create(&TaskLabels { tool, status }).inc();
+                ended
+            })
+        });
+        self.owners().insert(task.task_id.clone(), owner);
+        CreateTaskResult::new(task)
+    }
+
+    /// The task `id` if it is `owner`'s; any other is unknown (-32602), as the
+    /// extension answers for an id it never issued.
+    fn check(&self, owner: &str, id: &str) -> Result<(), ErrorData> {
+        if self.owners().get(id).is_some_and(|o| o == owner) {
+            return Ok(());
+        }
+        if self.owners().contains_key(id) {
+            tracing::warn!(
+                task = id,
+                "a caller asked for a task another caller started"
+            );
+        }
+        Err(ErrorData::invalid_params(
+            format!("unknown task: {id}"),
+            None,
+        ))
+    }
+
+    /// `tasks/get`.
+    pub(super) fn get(&self, owner: &str, id: &str) -> Result<DetailedTask, ErrorData> {
+        self.check(owner, id)?;
+        self.manager.get_task(id)
+    }
+
+    /// `tasks/update`: the answers to the task's input requests.
+    pub(super) fn update(
+        &self,
+        owner: &str,
+        id: &str,
+        responses: InputResponses,
+    ) -> Result<(), ErrorData> {
+        self.check(owner, id)?;
+        self.manager.update_task(id, responses)
+    }
+
+    /// `tasks/cancel`: the task stops at its next step.
+    pub(super) fn cancel(&self, owner: &str, id: &str) -> Result<(), ErrorData> {
+        self.check(owner, id)?;
+        self.manager.cancel_task(id)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use std::time::Duration;
+
+    use rmcp::model::{CallToolResult, ContentBlock, TaskStatus};
+
+    use super::*;
+
+    fn tasks() -> Tasks {
+        Tasks::new(CancellationToken::new(), Family::default())
+    }
+
+    fn forever(context: TaskContext) -> TaskFuture {
+        Box::pin(async move {
+            context.cancelled().await;
+            Err(TaskExit::Cancelled)
+        })
+    }
+
+    async fn settled(tasks: &Tasks, owner: &str, id: &str) -> TaskStatus {
+        for _ in 0..200 {
+            let status = tasks.get(owner, id).unwrap().status();
+            if status.is_terminal() {
+                return status;
+            }
+            tokio::time::sleep(Duration::from_millis(10)).await;
+        }
+        panic!("the task did not end");
+    }
+
+    #[tokio::test]
+    async fn a_task_is_only_its_owners() {
+        let tasks = tasks();
+        let created = tasks.start("alice".into(), "t", "starting".into(), forever);
+        let id = created.task.task_id.clone();
+        for error in [
+            tasks.get("mallory", &id).unwrap_err(),
+            tasks.cancel("mallory", &id).unwrap_err(),
+            tasks
+                .update("mallory", &id, InputResponses::new())
+                .unwrap_err(),
+        ] {
+            assert_eq!(error.code, rmcp::model::ErrorCode::INVALID_PARAMS);
+            assert_eq!(error.message, format!("unknown task: {id}"));
+        }
+        assert_eq!(
+            tasks.get("alice", &id).unwrap().status(),
+            TaskStatus::Working
+        );
+        tasks.cancel("alice", &id).unwrap();
+        assert_eq!(settled(&tasks, "alice", &id).await, TaskStatus::Cancelled);
+    }
+
+    #[tokio::test]
+    async fn shutting_down_fails_the_running_tasks() {
+        let shutdown = CancellationToken::new();
+        let finished = Family::<TaskLabels, Counter>::default();
+        let tasks = Tasks::new(shutdown.clone(), finished.clone());
+        let running = tasks.start("a".into(), "t", "starting".into(), forever);
+        let done = tasks.start("a".into(), "t", "starting".into(), |_| {
+            Box::pin(async { Ok(CallToolResult::success(vec![ContentBlock::text("ok")])) })
+        });
+        assert_eq!(
+            settled(&tasks, "a", &done.task.task_id).await,
+            TaskStatus::Completed
+        );
+        shutdown.cancel();
+        assert_eq!(
+            settled(&tasks, "a", &running.task.task_id).await,
+            TaskStatus::Failed
+        );
+        let count = |status| {
+            finished
+                .get_or_create(&TaskLabels { tool: "t", status })
+                .get()
+        };
+        assert_eq!((count("completed"), count("failed")), (1, 1));
+    }
+}
