@@ -172,7 +172,7 @@ impl Rows {
         let mut claimed = Vec::new();
         for (id,) in due {
             // Taken only if nobody else took it meanwhile.
-            let taken = sqlx::query("UPDATE tool_tasks SET lease_owner = $1, lease_until = $2 \
+            let taken = sqlx::query("UPDATE tool_tasks SET lease_owner = $1, lease_until = $2 + poll_interval_ms \
                  WHERE id = $3 AND status IN ('working', 'input_required') AND (lease_until < $4 OR lease_owner = $1)")
             .bind(replica)
             .bind(now + lease_ms)
