@@ -29,7 +29,7 @@ import calendar
 import sys
 from collections.abc import Sequence
 from datetime import date
-from typing import Any, Literal
+from typing import Any, ClassVar, Literal
 
 import anyio
 import mcp_types
@@ -94,16 +94,22 @@ class TaskAnswers(mcp_types.RequestParams):
 
 class GetTask(mcp_types.Request[TaskId, Literal["tasks/get"]]):
     method: Literal["tasks/get"] = "tasks/get"
+    # The task id is the request's Mcp-Name header on 2026-07-28 (rmcp's server requires it).
+    name_param: ClassVar[str | None] = "taskId"
     params: TaskId
 
 
 class UpdateTask(mcp_types.Request[TaskAnswers, Literal["tasks/update"]]):
     method: Literal["tasks/update"] = "tasks/update"
+    # The task id is the request's Mcp-Name header on 2026-07-28 (rmcp's server requires it).
+    name_param: ClassVar[str | None] = "taskId"
     params: TaskAnswers
 
 
 class CancelTask(mcp_types.Request[TaskId, Literal["tasks/cancel"]]):
     method: Literal["tasks/cancel"] = "tasks/cancel"
+    # The task id is the request's Mcp-Name header on 2026-07-28 (rmcp's server requires it).
+    name_param: ClassVar[str | None] = "taskId"
     params: TaskId
 
 
