@@ -111,6 +111,7 @@ describe("a conversation's tasks", () => {
       input: {
         message: "Which month?",
         schema: { type: "object", properties: { month: { type: "string", title: "Month" } }, required: ["month"] },
+        url: null,
       },
     });
     const net = gateway([asking]);

@@ -94,7 +94,7 @@ describe("the rest", () => {
 });
 
 describe("a follow-up answer in the stored conversation", () => {
-  const part = (change: Partial<StoredMessage> & { task_id?: string }): StoredMessage => ({
+  const part = (change: Partial<StoredMessage>): StoredMessage => ({
     id: "p",
     message_id: "msg_1",
     role: "assistant",
