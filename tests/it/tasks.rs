@@ -633,3 +633,54 @@ async fn a_task_that_never_ends_is_given_up() {
     );
     app.stop().await;
 }
+
+/// maitred's own MCP server runs `getMonthReport` as a task for the gateway, and
+/// the offline model writes the follow-up from the report.
+#[tokio::test]
+async fn the_month_report_runs_as_a_task_end_to_end_with_the_offline_model() {
+    let app = TestApp::spawn_with(&Database::Sqlite, |s| {
+        s.mcp.report_step_delay = Duration::from_millis(100);
+    })
+    .await;
+    let token = app.chat_token().await;
+    let month = chrono::Utc::now().format("%Y-%m").to_string();
+    let (conversation, events) = ask(
+        &app,
+        &token,
+        &format!("The month report for {month}, please"),
+    )
+    .await;
+    let calls = of(&events, "tool_call");
+    assert_eq!(calls.len(), 1, "{events:?}");
+    assert_eq!(calls[0]["tool"], "getMonthReport");
+    assert_eq!(calls[0]["arguments"]["month"], month.as_str());
+    assert!(
+        of(&events, "tool_result")[0]["summary"]
+            .as_str()
+            .unwrap()
+            .contains("running in the background"),
+        "{events:?}"
+    );
+    let states = until(&app, &token, &conversation, Duration::from_secs(30), posted).await;
+    let task = states.last().unwrap();
+    assert_eq!(task["status"], "completed", "{task}");
+    assert_eq!(task["server"], "resos");
+    let messages: Vec<&str> = states
+        .iter()
+        .filter_map(|t| t["status_message"].as_str())
+        .collect();
+    assert!(
+        messages.iter().any(|m| m.starts_with("Day ")),
+        "the day being read is shown: {messages:?}"
+    );
+    let written = app
+        .watch(&token, task["follow_up_message_id"].as_str().unwrap(), None)
+        .await
+        .rest()
+        .await;
+    let text = answer(&written);
+    assert!(!text.is_empty());
+    assert!(text.to_lowercase().contains("booking"), "{text}");
+    println!("the offline model's follow-up:\n{text}");
+    app.stop().await;
+}

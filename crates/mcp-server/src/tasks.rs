@@ -2,7 +2,9 @@
 //! SEP-2663, of the 2026-07-28 revision): rmcp's `TaskManager` runs them and answers
 //! `tasks/get`, `tasks/update` and `tasks/cancel`; this adds who may see them. A task
 //! belongs to the caller that started it (its token's subject and the clients acting
-//! for it): any other caller is told there is no such task, as for an id never issued.
+//! for it), and to the client that acted for a person when it started it, calling as
+//! itself: a gateway that follows a person's task after their token has expired. Any
+//! other caller is told there is no such task, as for an id never issued.
 //! Every task also stops when the role shuts down.
 
 use std::collections::HashMap;
@@ -36,12 +38,47 @@ pub(super) fn declared(ctx: &RequestContext<RoleServer>) -> bool {
             .is_some_and(|c| c.supports_tasks())
 }
 
-/// Who a task belongs to: the caller's subject and the clients acting for it (over
+/// Who calls about a task: the caller's subject and the clients acting for it (over
 /// stdio, the local user).
-pub(super) fn owner(caller: Option<&Principal>) -> String {
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub(super) struct Owner {
+    key: String,
+    /// The client that acted for the subject (the newest actor), if any.
+    actor: Option<String>,
+    /// The caller itself, when it presents a token of its own (no actor).
+    itself: Option<String>,
+}
+
+impl Owner {
+    /// Whether `caller` may see this owner's task: the same caller, or the client
+    /// that acted for this owner, calling as itself.
+    fn admits(&self, caller: &Owner) -> bool {
+        self.key == caller.key || (self.actor.is_some() && self.actor == caller.itself)
+    }
+}
+
+impl From<&str> for Owner {
+    fn from(key: &str) -> Self {
+        Self {
+            key: key.to_owned(),
+            actor: None,
+            itself: Some(key.to_owned()),
+        }
+    }
+}
+
+pub(super) fn owner(caller: Option<&Principal>) -> Owner {
     match caller {
-        Some(p) => format!("{}\u{0}{}", p.subject, p.actors.join(" ")),
-        None => "local".to_owned(),
+        Some(p) => Owner {
+            key: format!("{}\u{0}{}", p.subject, p.actors.join(" ")),
+            actor: p.actors.first().cloned(),
+            itself: p.actors.is_empty().then(|| p.subject.clone()),
+        },
+        None => Owner {
+            key: "local".to_owned(),
+            actor: None,
+            itself: None,
+        },
     }
 }
 
@@ -50,7 +87,7 @@ pub(super) fn owner(caller: Option<&Principal>) -> String {
 pub(super) struct Tasks {
     manager: TaskManager,
     /// Task id → its owner, for the tasks the manager still keeps.
-    owners: Arc<Mutex<HashMap<String, String>>>,
+    owners: Arc<Mutex<HashMap<String, Owner>>>,
     shutdown: CancellationToken,
     finished: Family<TaskLabels, Counter>,
 }
@@ -65,7 +102,7 @@ impl Tasks {
         }
     }
 
-    fn owners(&self) -> std::sync::MutexGuard<'_, HashMap<String, String>> {
+    fn owners(&self) -> std::sync::MutexGuard<'_, HashMap<String, Owner>> {
         self.owners.lock().unwrap_or_else(PoisonError::into_inner)
     }
 
@@ -73,7 +110,7 @@ impl Tasks {
     /// `tools/call` that asked for it.
     pub(super) fn start(
         &self,
-        owner: String,
+        owner: Owner,
         tool: &'static str,
         status: String,
         job: impl FnOnce(TaskContext) -> TaskFuture,
@@ -112,8 +149,8 @@ impl Tasks {
 
     /// The task `id` if it is `owner`'s; any other is unknown (-32602), as the
     /// extension answers for an id it never issued.
-    fn check(&self, owner: &str, id: &str) -> Result<(), ErrorData> {
-        if self.owners().get(id).is_some_and(|o| o == owner) {
+    fn check(&self, caller: &Owner, id: &str) -> Result<(), ErrorData> {
+        if self.owners().get(id).is_some_and(|o| o.admits(caller)) {
             return Ok(());
         }
         if self.owners().contains_key(id) {
@@ -129,7 +166,7 @@ impl Tasks {
     }
 
     /// `tasks/get`.
-    pub(super) fn get(&self, owner: &str, id: &str) -> Result<DetailedTask, ErrorData> {
+    pub(super) fn get(&self, owner: &Owner, id: &str) -> Result<DetailedTask, ErrorData> {
         self.check(owner, id)?;
         self.manager.get_task(id)
     }
@@ -137,7 +174,7 @@ impl Tasks {
     /// `tasks/update`: the answers to the task's input requests.
     pub(super) fn update(
         &self,
-        owner: &str,
+        owner: &Owner,
         id: &str,
         responses: InputResponses,
     ) -> Result<(), ErrorData> {
@@ -146,7 +183,7 @@ impl Tasks {
     }
 
     /// `tasks/cancel`: the task stops at its next step.
-    pub(super) fn cancel(&self, owner: &str, id: &str) -> Result<(), ErrorData> {
+    pub(super) fn cancel(&self, owner: &Owner, id: &str) -> Result<(), ErrorData> {
         self.check(owner, id)?;
         self.manager.cancel_task(id)
     }
@@ -172,8 +209,9 @@ mod tests {
     }
 
     async fn settled(tasks: &Tasks, owner: &str, id: &str) -> TaskStatus {
+        let owner: Owner = owner.into();
         for _ in 0..200 {
-            let status = tasks.get(owner, id).unwrap().status();
+            let status = tasks.get(&owner, id).unwrap().status();
             if status.is_terminal() {
                 return status;
             }
@@ -188,21 +226,64 @@ mod tests {
         let created = tasks.start("alice".into(), "t", "starting".into(), forever);
         let id = created.task.task_id.clone();
         for error in [
-            tasks.get("mallory", &id).unwrap_err(),
-            tasks.cancel("mallory", &id).unwrap_err(),
+            tasks.get(&"mallory".into(), &id).unwrap_err(),
+            tasks.cancel(&"mallory".into(), &id).unwrap_err(),
             tasks
-                .update("mallory", &id, InputResponses::new())
+                .update(&"mallory".into(), &id, InputResponses::new())
                 .unwrap_err(),
         ] {
             assert_eq!(error.code, rmcp::model::ErrorCode::INVALID_PARAMS);
             assert_eq!(error.message, format!("unknown task: {id}"));
         }
         assert_eq!(
-            tasks.get("alice", &id).unwrap().status(),
+            tasks.get(&"alice".into(), &id).unwrap().status(),
             TaskStatus::Working
         );
-        tasks.cancel("alice", &id).unwrap();
+        tasks.cancel(&"alice".into(), &id).unwrap();
         assert_eq!(settled(&tasks, "alice", &id).await, TaskStatus::Cancelled);
+    }
+
+    fn principal(subject: &str, actors: &[&str]) -> Principal {
+        Principal {
+            subject: subject.to_owned(),
+            actors: actors.iter().map(|a| (*a).to_owned()).collect(),
+            ..Principal::default()
+        }
+    }
+
+    /// The gateway starts a task for a person with the person's exchanged token, and
+    /// follows it with its own once that token has expired; nobody else can.
+    #[tokio::test]
+    async fn the_client_that_acted_for_a_person_follows_their_task_as_itself() {
+        let tasks = tasks();
+        let for_ada = owner(Some(&principal("ada", &["maitred-gateway"])));
+        let created = tasks.start(for_ada.clone(), "t", "starting".into(), forever);
+        let id = created.task.task_id.clone();
+        let gateway = owner(Some(&principal("maitred-gateway", &[])));
+        assert!(tasks.get(&for_ada, &id).is_ok());
+        assert!(tasks.get(&gateway, &id).is_ok());
+        for stranger in [
+            owner(Some(&principal("other-client", &[]))),
+            owner(Some(&principal("bob", &["maitred-gateway"]))),
+            owner(Some(&principal("ada", &[]))),
+            owner(Some(&principal("ada", &["other-client"]))),
+            owner(None),
+        ] {
+            let error = tasks.get(&stranger, &id).unwrap_err();
+            assert_eq!(
+                error.code,
+                rmcp::model::ErrorCode::INVALID_PARAMS,
+                "{stranger:?}"
+            );
+        }
+        tasks.cancel(&gateway, &id).unwrap();
+        for _ in 0..200 {
+            if tasks.get(&gateway, &id).unwrap().status() == TaskStatus::Cancelled {
+                return;
+            }
+            tokio::time::sleep(Duration::from_millis(10)).await;
+        }
+        panic!("the cancel did not reach the task");
     }
 
     #[tokio::test]

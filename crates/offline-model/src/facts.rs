@@ -100,6 +100,9 @@ pub(super) struct Facts {
     pub singular: bool,
     /// The weekdays named (0 is Monday), and whether in the plural ("on saturdays").
     pub weekdays: Vec<(usize, bool)>,
+    /// Whole months named, `YYYY-MM`: "2026-11", "november" (the latest one not
+    /// in the future), "november 2025".
+    pub months: Vec<String>,
 }
 
 impl Facts {
@@ -139,6 +142,7 @@ impl Facts {
             ordering: comparisons::ordering(&toks),
             singular: singular(&toks),
             weekdays: weekdays(&toks),
+            months: months(&toks, today),
         }
     }
 
@@ -170,6 +174,7 @@ impl Facts {
             dates: pick(&later.dates, self.dates),
             free_dates: pick(&later.free_dates, self.free_dates),
             times: pick(&later.times, self.times),
+            months: pick(&later.months, self.months),
             party: later.party.or(self.party),
             minutes: later.minutes.or(self.minutes),
             top: later.top.or(self.top),
@@ -186,6 +191,56 @@ impl Facts {
             ..self
         }
     }
+}
+
+/// The months a question names as a whole: `YYYY-MM`, or a month's name with or
+/// without its year (a name alone is the latest such month that has begun: a report
+/// is of the past). A name next to a day ("november 21", "21 november") is a date.
+fn months(toks: &[Token], today: NaiveDate) -> Vec<String> {
+    let mut found = Vec::new();
+    for (i, tok) in toks.iter().enumerate() {
+        let word = tok.lower.as_str();
+        if let Some((year, month)) = word.split_once('-')
+            && year.len() == 4
+            && month.len() == 2
+            && year
+                .bytes()
+                .chain(month.bytes())
+                .all(|b| b.is_ascii_digit())
+            && (1..=12).contains(&month.parse::<u32>().unwrap_or(0))
+        {
+            found.push(word.to_owned());
+            continue;
+        }
+        let Some(month) = month_number(word) else {
+            continue;
+        };
+        // "may" is also a verb: only a month next to a year, or after "in"/"of"/"for".
+        let next = toks.get(i + 1).map(|t| t.lower.as_str());
+        let year = next
+            .filter(|n| n.len() == 4)
+            .and_then(|n| n.parse::<i32>().ok());
+        let before = i.checked_sub(1).map(|b| toks[b].lower.as_str());
+        let is_day = |w: &str| {
+            let digits = w.trim_end_matches(|c: char| c.is_ascii_alphabetic());
+            !digits.is_empty() && digits.len() <= 2 && digits.parse::<u32>().is_ok()
+        };
+        let day_follows = next.is_some_and(is_day) || before.is_some_and(is_day);
+        let introduced = matches!(
+            before,
+            Some("in" | "of" | "for" | "during" | "last" | "this")
+        );
+        if day_follows || (word == "may" && year.is_none() && !introduced) {
+            continue;
+        }
+        let year = year.unwrap_or(if month <= today.month() {
+            today.year()
+        } else {
+            today.year() - 1
+        });
+        found.push(format!("{year:04}-{month:02}"));
+    }
+    found
 }
 
 // ---------------------------------------------------------------------------------

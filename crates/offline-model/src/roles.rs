@@ -33,6 +33,8 @@ pub(super) enum Role {
     Limit,
     PartySize,
     Minutes,
+    /// A whole month, `YYYY-MM`.
+    Month,
     Flag(BTreeSet<String>),
     Other,
 }
@@ -62,6 +64,7 @@ pub(super) fn role(p: &Property) -> Role {
         _ if string && fields::is_sort_param(&p.name) => Role::Sort,
         _ if string && format == "date-time" => Role::Other,
         _ if string && (format == "date" || has("date") || has("day")) => Role::Date(side(&words)),
+        _ if string && has("month") => Role::Month,
         _ if string && (format == "time" || has("time") || is_clock_pattern(p)) => {
             Role::Time(side(&words))
         }

@@ -684,6 +684,33 @@ fn reads_dates_in_many_forms() {
 }
 
 #[test]
+fn reads_whole_months() {
+    // Today is 2026-11-21: a month named alone is the latest that has begun.
+    for (text, expected) in [
+        ("the report for 2026-11", vec!["2026-11"]),
+        ("how was November", vec!["2026-11"]),
+        ("how was december", vec!["2025-12"]),
+        ("bookings in may", vec!["2026-05"]),
+        ("october 2025 and march 2026", vec!["2025-10", "2026-03"]),
+    ] {
+        assert_eq!(facts(text).months, expected, "{text}");
+    }
+    for text in [
+        "may I book",
+        "21 november",
+        "november 21",
+        "2026-11-25",
+        "2026-13",
+    ] {
+        assert!(
+            facts(text).months.is_empty(),
+            "{text}: {:?}",
+            facts(text).months
+        );
+    }
+}
+
+#[test]
 fn reads_times_in_many_forms() {
     for (text, expected) in [
         ("at 7pm", "19:00"),

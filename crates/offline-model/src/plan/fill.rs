@@ -205,6 +205,7 @@ fn value_for(prop: &Property, role: &Role, facts: &Facts) -> Option<Value> {
         Role::Text => free_text(prop, facts).map(Value::String),
         Role::PartySize => facts.party.map(Value::from),
         Role::Minutes => facts.minutes.map(Value::from),
+        Role::Month => facts.months.first().map(text),
         Role::Flag(stems) => {
             let said = !stems.is_empty() && stems.iter().all(|s| facts.stems.contains(s));
             said.then_some(Value::Bool(true))
