@@ -12,8 +12,10 @@ Start it (the pinned packages in requirements.txt, in their own virtualenv):
 
 It serves Streamable HTTP at http://127.0.0.1:<port>/mcp. Without --token it takes
 any caller (configure it in maitred with `auth = { type = "none" }`); with --token only
-requests carrying `Authorization: Bearer SECRET` (maitred: a static bearer). Tasks are
-scoped to the caller: with --token every caller has the same token, hence one scope.
+requests carrying `Authorization: Bearer SECRET` (maitred: a static bearer; others get
+401). fastmcp-tasks scopes tasks by the caller's token (client id and subject): with
+--token every caller holds the same one, and without it every caller is anonymous, so
+either way all callers share one scope.
 It is ready when `GET /healthz` answers 200. A client that declares the tasks
 extension (in its per-request `_meta` capabilities) gets a task (`resultType: "task"`)
 for each of the three tools; any other client gets them as plain calls (never_ends then
