@@ -54,6 +54,20 @@ function inputRequest(task: Task, action: TaskAction | undefined): InputRequest 
   return request;
 }
 
+/** Under an ended task's title: why it failed, or where its result went (its last status message is stale). */
+function rowNote(task: Task): string | null {
+  switch (task.status) {
+    case "failed":
+      return task.error ?? task.status_message;
+    case "completed":
+      return task.follow_up_message_id !== null ? "Its result is posted in the conversation." : null;
+    case "cancelled":
+      return null;
+    default:
+      return task.status_message;
+  }
+}
+
 /** One task: what it is, how far it got, how long it has run; Stop while it runs. */
 export function TaskRow({
   task,
@@ -72,7 +86,7 @@ export function TaskRow({
   const now = useNow(!ended);
   const input = inputRequest(task, action);
   const progress = progressOf(task);
-  const note = task.error ?? task.status_message;
+  const note = rowNote(task);
   return (
     <li
       className={`task-row status-${task.status}`}
