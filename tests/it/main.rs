@@ -59,6 +59,7 @@ mod shutdown;
 mod streams;
 mod tasks;
 mod tasks_replicas;
+mod third_party_tasks;
 mod token_exchange;
 mod tokens;
 mod tool_faults;

@@ -403,7 +403,10 @@ async fn a_task_is_followed_and_its_result_posted_once(database: &Database) {
 
 #[tokio::test]
 async fn a_task_is_followed_and_its_result_posted_once_on_sqlite() {
-    a_task_is_followed_and_its_result_posted_once(&Database::Sqlite).await;
+    Box::pin(a_task_is_followed_and_its_result_posted_once(
+        &Database::Sqlite,
+    ))
+    .await;
 }
 
 #[tokio::test]
@@ -411,7 +414,7 @@ async fn a_task_is_followed_and_its_result_posted_once_on_postgresql() {
     let Some(database) = Database::postgres() else {
         return;
     };
-    a_task_is_followed_and_its_result_posted_once(&database).await;
+    Box::pin(a_task_is_followed_and_its_result_posted_once(&database)).await;
 }
 
 #[tokio::test]
