@@ -121,7 +121,11 @@ export type Conversation = { id: ConversationId, title: string, created_at: stri
  * The questions and the answers' model turns, in order (tool results, which only
  * the model reads, are left out).
  */
-messages: Array<StoredMessage>, };
+messages: Array<StoredMessage>, 
+/**
+ * Its background tasks, oldest first (also at `…/conversations/{id}/tasks`).
+ */
+tasks: Array<Task>, };
 
 export type TaskStatus = "working" | "input_required" | "completed" | "failed" | "cancelled";
 

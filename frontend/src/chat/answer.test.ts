@@ -16,7 +16,7 @@ function row(change: Partial<StoredMessage>): StoredMessage {
 }
 
 function conversation(messages: StoredMessage[]): Conversation {
-  return { id: "conv_1", title: "t", created_at: "", updated_at: "", messages };
+  return { id: "conv_1", title: "t", created_at: "", updated_at: "", messages, tasks: [] };
 }
 
 const call = {

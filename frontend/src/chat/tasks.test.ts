@@ -110,6 +110,7 @@ describe("a follow-up answer in the stored conversation", () => {
     created_at: "",
     updated_at: "",
     messages,
+    tasks: [],
   });
 
   it("makes its question part a note from the task, and marks its answer as the task's", () => {

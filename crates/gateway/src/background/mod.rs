@@ -122,12 +122,13 @@ impl TaskBook {
         }
     }
 
-    /// The answers of a conversation that post tasks' results, and their tasks.
-    pub async fn follow_ups(
+    /// A conversation's tasks, oldest first, as its owner sees them.
+    pub async fn of_conversation(
         &self,
         conversation: &maitred_protocol::ids::ConversationId,
-    ) -> Result<Vec<(maitred_protocol::ids::MessageId, TaskId)>, sqlx::Error> {
-        self.rows.follow_ups(conversation).await
+    ) -> Result<Vec<view::TaskView>, sqlx::Error> {
+        let rows = self.rows.of_conversation(conversation).await?;
+        Ok(rows.into_iter().map(view::TaskView::from).collect())
     }
 
     /// A task over the limits is not followed: its server is asked to stop it.

@@ -25,9 +25,8 @@ pub(crate) async fn list(
 ) -> Result<Json<TaskList>, GatewayError> {
     let id: ConversationId = parse_id("conversation", &id)?;
     state.store.check_owner(&user.subject, &id).await?;
-    let rows = state.background.rows.of_conversation(&id).await?;
     Ok(Json(TaskList {
-        tasks: rows.into_iter().map(TaskView::from).collect(),
+        tasks: state.background.of_conversation(&id).await?,
     }))
 }
 

@@ -140,19 +140,6 @@ impl Rows {
         .await
     }
 
-    /// The follow-up answers' tasks of a conversation, for its view.
-    pub(super) async fn follow_ups(
-        &self,
-        conversation: &ConversationId,
-    ) -> Result<Vec<(MessageId, TaskId)>, sqlx::Error> {
-        sqlx::query_as(
-            "SELECT follow_up_message_id, id FROM tool_tasks WHERE conversation_id = $1 AND follow_up_message_id IS NOT NULL",
-        )
-        .bind(conversation)
-        .fetch_all(self.db.pool())
-        .await
-    }
-
     /// Running tasks due for a poll that no live replica holds (or `replica` does),
     /// taken for `lease_ms`: the ones this replica polls now.
     pub(super) async fn claim_due(

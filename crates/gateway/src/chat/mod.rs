@@ -277,9 +277,9 @@ pub async fn conversation(
 ) -> Result<Json<ConversationView>, GatewayError> {
     let id: ConversationId = parse_id("conversation", &id)?;
     let (summary, parts, calls) = state.store.conversation(&user.subject, &id).await?;
-    let follow_ups = state.background.follow_ups(&id).await?;
+    let tasks = state.background.of_conversation(&id).await?;
     Ok(Json(
-        ConversationView::new(summary, parts, calls).with_follow_ups(&follow_ups),
+        ConversationView::new(summary, parts, calls).with_tasks(tasks),
     ))
 }
 

@@ -5,6 +5,7 @@ use serde::Serialize;
 use serde_json::Value;
 
 use super::store::{ConversationSummary, StoredPart, StoredToolCall};
+use crate::background::view::TaskView;
 use maitred_protocol::ids::{
     CallStatus, ConversationId, InputId, MessageId, MessageStatus, PartId, Role, TaskId, ToolCallId,
 };
@@ -20,6 +21,8 @@ pub struct ConversationView {
     /// The questions and the answers' model turns, in order (tool results, which only
     /// the model reads, are left out).
     pub messages: Vec<PartView>,
+    /// Its background tasks, oldest first (also at `…/conversations/{id}/tasks`).
+    pub tasks: Vec<TaskView>,
 }
 
 #[derive(Debug, Serialize)]
@@ -98,19 +101,24 @@ impl ConversationView {
             created_at: summary.created_at,
             updated_at: summary.updated_at,
             messages,
+            tasks: Vec::new(),
         }
     }
 }
 
 impl ConversationView {
-    /// Marks the parts of the answers that post background tasks' results.
-    pub fn with_follow_ups(mut self, follow_ups: &[(MessageId, TaskId)]) -> Self {
+    /// The conversation's background tasks, and the parts of the answers that post
+    /// their results marked with them.
+    pub fn with_tasks(mut self, tasks: Vec<TaskView>) -> Self {
         for part in &mut self.messages {
-            part.task_id = follow_ups
+            part.task_id = tasks
                 .iter()
-                .find(|(message, _)| part.message_id.as_ref() == Some(message))
-                .map(|(_, task)| task.clone());
+                .find(|t| {
+                    t.follow_up_message_id.is_some() && part.message_id == t.follow_up_message_id
+                })
+                .map(|t| t.id.clone());
         }
+        self.tasks = tasks;
         self
     }
 }
