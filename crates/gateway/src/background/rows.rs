@@ -140,6 +140,14 @@ impl Rows {
         .await
     }
 
+    /// The task, whoever's it is: for the replica that has just taken it.
+    async fn by_id(&self, id: &TaskId) -> Result<Option<TaskRow>, sqlx::Error> {
+        sqlx::query_as("SELECT id, conversation_id, message_id, tool_call_id, model_call_id, owner, asker, server, tool, exposed, title, arguments, task_id, status, status_message, input, result, error, poll_interval_ms, give_up_at, failures, cancel_requested, follow_up_message_id, created_at, updated_at, finished_at FROM tool_tasks WHERE id = $1")
+            .bind(id)
+            .fetch_optional(self.db.pool())
+            .await
+    }
+
     /// Running tasks due for a poll that no live replica holds (or `replica` does),
     /// taken for `lease_ms`: the ones this replica polls now.
     pub(super) async fn claim_due(
@@ -168,10 +176,7 @@ impl Rows {
             .execute(self.db.pool())
             .await?;
             if taken.rows_affected() == 1
-                && let Some(row) = sqlx::query_as("SELECT id, conversation_id, message_id, tool_call_id, model_call_id, owner, asker, server, tool, exposed, title, arguments, task_id, status, status_message, input, result, error, poll_interval_ms, give_up_at, failures, cancel_requested, follow_up_message_id, created_at, updated_at, finished_at FROM tool_tasks WHERE id = $1")
-                .bind(&id)
-                .fetch_optional(self.db.pool())
-                .await?
+                && let Some(row) = self.by_id(&id).await?
             {
                 claimed.push(row);
             }
@@ -283,10 +288,7 @@ impl Rows {
             .execute(self.db.pool())
             .await?;
             if taken.rows_affected() == 1
-                && let Some(row) = sqlx::query_as("SELECT id, conversation_id, message_id, tool_call_id, model_call_id, owner, asker, server, tool, exposed, title, arguments, task_id, status, status_message, input, result, error, poll_interval_ms, give_up_at, failures, cancel_requested, follow_up_message_id, created_at, updated_at, finished_at FROM tool_tasks WHERE id = $1")
-                .bind(&id)
-                .fetch_optional(self.db.pool())
-                .await?
+                && let Some(row) = self.by_id(&id).await?
             {
                 claimed.push(row);
             }
