@@ -467,6 +467,49 @@ async fn stop_reaches_the_server_and_the_task_ends_cancelled() {
 }
 
 #[tokio::test]
+async fn deleting_the_conversation_stops_its_running_task() {
+    let (app, seen) = spawn(
+        &Database::Sqlite,
+        Duration::from_millis(50),
+        script("forever", json!({}), "unused"),
+        |_| {},
+    )
+    .await;
+    let token = app.chat_token().await;
+    let (conversation, _) = ask(&app, &token, "Run forever").await;
+    until(&app, &token, &conversation, Duration::from_secs(5), |t| {
+        t["status_message"] == "working on it"
+    })
+    .await;
+    let deleted = app
+        .http
+        .delete(format!(
+            "{}/api/v1/resos/conversations/{conversation}",
+            app.gateway_url
+        ))
+        .bearer_auth(&token)
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(deleted.status(), 204);
+    let deadline = Instant::now() + Duration::from_secs(5);
+    while !seen
+        .lock()
+        .unwrap()
+        .contains(&"cancelled forever".to_owned())
+    {
+        assert!(Instant::now() < deadline, "{:?}", seen.lock().unwrap());
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    }
+    let (left,): (i64,) = sqlx::query_as("SELECT COUNT(*) FROM tool_tasks")
+        .fetch_one(app.db.pool())
+        .await
+        .unwrap();
+    assert_eq!(left, 0);
+    app.stop().await;
+}
+
+#[tokio::test]
 async fn a_tasks_question_is_answered_through_its_card() {
     let (app, seen) = spawn(
         &Database::Sqlite,

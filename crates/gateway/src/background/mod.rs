@@ -131,12 +131,27 @@ impl TaskBook {
         Ok(rows.into_iter().map(view::TaskView::from).collect())
     }
 
-    /// A task over the limits is not followed: its server is asked to stop it.
+    /// A conversation being deleted takes its tasks with it: the running ones are
+    /// stopped at their servers, since nobody could see their results any more.
+    pub async fn stop_all(
+        &self,
+        conversation: &maitred_protocol::ids::ConversationId,
+    ) -> Result<(), sqlx::Error> {
+        for row in self.rows.of_conversation(conversation).await? {
+            if !row.status.is_end() {
+                self.cancel_unfollowed(&row.server, &row.task_id);
+            }
+        }
+        Ok(())
+    }
+
+    /// A task nobody will follow (over the limits, or its conversation deleted): its
+    /// server is asked to stop it.
     fn cancel_unfollowed(&self, server: &str, task_id: &str) {
         let (hub, server, task_id) = (self.hub.clone(), server.to_owned(), task_id.to_owned());
         self.tracker.spawn(async move {
             if let Err(error) = hub.cancel_task(&server, &task_id).await {
-                tracing::warn!(%server, %task_id, %error, "cancelling a task over the limits");
+                tracing::warn!(%server, %task_id, %error, "cancelling a task nobody follows");
             }
         });
     }

@@ -295,6 +295,8 @@ pub async fn delete_conversation(
             running.cancel.cancel();
         }
     }
+    state.store.check_owner(&user.subject, &id).await?;
+    state.background.stop_all(&id).await?;
     state.store.delete(&user.subject, &id).await?;
     Ok(StatusCode::NO_CONTENT)
 }
