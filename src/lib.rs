@@ -12,8 +12,8 @@ pub mod app;
 
 pub use maitred_backend as backend;
 pub use maitred_core::{
-    auth, cli, db, delegation, http, http_client, issuer, metrics, oauth_client, random, settings,
-    shutdown, telemetry, trace_context,
+    auth, cli, db, delegation, http, http_client, issuer, metrics, oauth_client, otel, random,
+    settings, shutdown, telemetry, trace_context,
 };
 pub use maitred_gateway as gateway;
 pub use maitred_identity as identity;

@@ -6,12 +6,15 @@ use maitred::cli::Cli;
 #[tokio::main]
 async fn main() -> ExitCode {
     let cli = Cli::parse();
-    maitred::telemetry::init(cli.log_format);
-    match maitred::app::run(cli).await {
+    let traces = maitred::otel::Config::from_env(&maitred::otel::roles_of(cli.command.as_ref()));
+    let telemetry = maitred::telemetry::init(cli.log_format, traces);
+    let code = match maitred::app::run(cli).await {
         Ok(()) => ExitCode::SUCCESS,
         Err(error) => {
             tracing::error!("{error:#}");
             ExitCode::FAILURE
         }
-    }
+    };
+    telemetry.shutdown().await;
+    code
 }

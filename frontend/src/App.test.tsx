@@ -75,6 +75,40 @@ describe("App", () => {
     await until(() => screen.queryAllByTestId("conversation-item").length === 1, "the conversation in the list");
   });
 
+  it("shows what is left of the budget above the composer, and a spent budget as such", async () => {
+    net.queue(jsonResponse(200, SIGNED_IN));
+    net.queue(jsonResponse(200, []));
+    const body = fakeBody();
+    net.queue(body.response);
+    net.queue(jsonResponse(200, [{ id: "conv_7", title: "Tables?", created_at: "", updated_at: "" }]));
+    net.queue(jsonResponse(200, [{ id: "conv_7", title: "Tables?", created_at: "", updated_at: "" }]));
+    render(<App />);
+    const input = await screen.findByTestId("question-input");
+    fireEvent.change(input, { target: { value: "Which tables seat six?" } });
+    fireEvent.keyDown(input, { key: "Enter" });
+    await until(() => net.calls.length === 3, "the question");
+
+    act(() => {
+      body.send(sse(1, "meta", META));
+      body.send(sse(2, "token", { text: "Looking." }));
+      body.send(sse(3, "budget", { scope: "role", window: "daily", remaining_tokens: 1200, remaining_cost: 0.5 }));
+    });
+    await until(() => screen.queryByTestId("budget-left") !== null, "the budget line");
+    expect(screen.getByTestId("budget-left").textContent).toBe("Your team's budget today: 1,200 tokens · $0.5000 left");
+
+    act(() => {
+      body.send(sse(4, "budget", { scope: "role", window: "daily", remaining_tokens: 300, remaining_cost: 0.1 }));
+      body.send(sse(5, "error", { code: "budget", message: "Your team's budget for today is spent." }));
+      body.send(sse(6, "done", { finish_reason: "error" }));
+    });
+    const banner = await screen.findByTestId("error-banner");
+    expect(banner.textContent).toContain("The budget is spent");
+    expect(banner.textContent).toContain("Your team's budget for today is spent.");
+    // Asking again would spend from the same budget: no retry is offered.
+    expect(within(banner).queryByTestId("retry-button")).toBeNull();
+    expect(screen.getByTestId("budget-left").textContent).toContain("300 tokens");
+  });
+
   it("shows a refused question with a retry that asks again", async () => {
     net.queue(jsonResponse(200, SIGNED_IN));
     net.queue(jsonResponse(200, []));

@@ -20,6 +20,8 @@ mod helpers;
 
 mod api;
 mod bookings;
+mod budgets;
+mod budgets_replicas;
 mod chaos;
 mod chat;
 mod crash;

@@ -123,7 +123,7 @@ pub(crate) struct Cluster {
     pub(crate) token: String,
     pub(crate) http: reqwest::Client,
     /// The backend's and the gateway's public URLs (through nginx).
-    public_backend: String,
+    pub(crate) public_backend: String,
     pub(crate) public_gateway: String,
 }
 

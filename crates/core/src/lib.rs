@@ -14,6 +14,7 @@ pub mod http_client;
 pub mod issuer;
 pub mod metrics;
 pub mod oauth_client;
+pub mod otel;
 pub mod random;
 pub mod settings;
 pub mod shutdown;

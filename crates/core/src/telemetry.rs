@@ -7,44 +7,86 @@
 
 use std::io::{self, IsTerminal, Write};
 
-use tracing_subscriber::EnvFilter;
 use tracing_subscriber::fmt;
 use tracing_subscriber::prelude::*;
+use tracing_subscriber::{EnvFilter, Layer, Registry};
 
+use crate::otel;
 use crate::settings::LogFormat;
 
 const DEFAULT_FILTER: &str = "info,sqlx=warn,rmcp=warn";
 
-/// Installs the global subscriber; `RUST_LOG` overrides the default filter.
-pub fn init(format: LogFormat) {
+/// What [`init`] started that needs stopping: the trace export, flushed at shutdown.
+#[must_use = "call shutdown at the end, so the last spans are sent"]
+pub struct Telemetry {
+    traces: Option<otel::Exporter>,
+}
+
+impl Telemetry {
+    /// Sends the spans still batched (a no-op without trace export).
+    pub async fn shutdown(self) {
+        if let Some(traces) = self.traces {
+            traces.shutdown().await;
+        }
+    }
+}
+
+/// Installs the global subscriber; `RUST_LOG` overrides the default filter. With a
+/// `config` (the `OTEL_*` environment asks for traces), spans are also exported.
+pub fn init(format: LogFormat, config: Option<otel::Config>) -> Telemetry {
     let filter =
         EnvFilter::try_from_default_env().unwrap_or_else(|_| EnvFilter::new(DEFAULT_FILTER));
-    let registry = tracing_subscriber::registry().with(filter);
     let ansi = io::stderr().is_terminal();
+    let log: Box<dyn Layer<Registry> + Send + Sync> = match format {
+        LogFormat::Text => fmt::layer()
+            .with_target(false)
+            .with_ansi(ansi)
+            .with_writer(move || OneLine {
+                out: io::stderr(),
+                ansi,
+            })
+            .boxed(),
+        LogFormat::Json => fmt::layer()
+            .json()
+            .flatten_event(true)
+            .with_current_span(true)
+            .with_span_list(false)
+            .with_writer(std::io::stderr)
+            .boxed(),
+    };
+    let exporter = config.as_ref().map(otel::Exporter::start);
+    let (traces, failed) = match exporter {
+        Some(Ok(exporter)) => (Some(exporter), None),
+        Some(Err(error)) => (None, Some(error)),
+        None => (None, None),
+    };
     // A second init (tests start many apps in one process) is harmless.
-    let _ = match format {
-        LogFormat::Text => registry
-            .with(
-                fmt::layer()
-                    .with_target(false)
-                    .with_ansi(ansi)
-                    .with_writer(move || OneLine {
-                        out: io::stderr(),
-                        ansi,
-                    }),
-            )
+    let _ = match &traces {
+        // The log's filter is the log's alone: the exporter sees what it needs
+        // (sqlx's statements) whatever RUST_LOG says.
+        Some(exporter) => tracing_subscriber::registry()
+            .with(log.with_filter(filter))
+            .with(otel::layers(exporter))
             .try_init(),
-        LogFormat::Json => registry
-            .with(
-                fmt::layer()
-                    .json()
-                    .flatten_event(true)
-                    .with_current_span(true)
-                    .with_span_list(false)
-                    .with_writer(std::io::stderr),
-            )
+        // The filter is global: disabled callsites cost nothing anywhere.
+        None => tracing_subscriber::registry()
+            .with(log)
+            .with(filter)
             .try_init(),
     };
+    if let Some(error) = failed {
+        tracing::warn!("traces are not exported: {error:#}");
+    }
+    if let (Some(config), Some(_)) = (&config, &traces) {
+        for warning in &config.warnings {
+            tracing::warn!("{warning}");
+        }
+        tracing::info!(
+            capture_content = config.capture_content,
+            "exporting traces over OTLP/HTTP"
+        );
+    }
+    Telemetry { traces }
 }
 
 /// Writes each event (one `write` call of the formatted event, ending in a newline) as

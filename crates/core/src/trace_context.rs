@@ -61,6 +61,25 @@ impl TraceContext {
         }
     }
 
+    /// A span someone else made (the OpenTelemetry tracer, when traces are exported),
+    /// as a position in the trace; `None` if either id is all zeros.
+    pub fn from_parts(
+        trace_id: [u8; 16],
+        span_id: [u8; 8],
+        parent_id: Option<[u8; 8]>,
+        sampled: bool,
+    ) -> Option<Self> {
+        if trace_id == [0; 16] || span_id == [0; 8] {
+            return None;
+        }
+        Some(Self {
+            trace_id: TraceId(trace_id),
+            span_id: SpanId(span_id),
+            parent_id: parent_id.filter(|id| *id != [0; 8]).map(SpanId),
+            flags: if sampled { SAMPLED } else { 0 },
+        })
+    }
+
     /// The caller's context from a `traceparent` value; `None` if it is not valid.
     ///
     /// Version `00` must be exactly `00-<32 hex>-<16 hex>-<2 hex>`, lowercase, with
@@ -132,6 +151,18 @@ impl fmt::Display for TraceContext {
             "00-{}-{}-{:02x}",
             self.trace_id, self.span_id, self.flags
         )
+    }
+}
+
+impl TraceId {
+    pub fn to_bytes(self) -> [u8; 16] {
+        self.0
+    }
+}
+
+impl SpanId {
+    pub fn to_bytes(self) -> [u8; 8] {
+        self.0
     }
 }
 

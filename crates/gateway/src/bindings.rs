@@ -9,9 +9,9 @@ use super::background::view::{TaskInput, TaskList, TaskView};
 use super::chat::store::ConversationSummary;
 use super::chat::views::{ConversationView, PartView, ToolCallView};
 use maitred_protocol::events::{
-    ApprovalRequiredEvent, ChatEvent, DoneEvent, ErrorEvent, Finish, InputAction, InputMode,
-    InputRequiredEvent, InputResolvedEvent, MetaEvent, ResumedEvent, TokenEvent, ToolCallEvent,
-    ToolProgressEvent, ToolResultEvent, UsageEvent,
+    ApprovalRequiredEvent, BudgetEvent, ChatEvent, DoneEvent, ErrorEvent, Finish, InputAction,
+    InputMode, InputRequiredEvent, InputResolvedEvent, MetaEvent, ResumedEvent, TokenEvent,
+    ToolCallEvent, ToolProgressEvent, ToolResultEvent, UsageEvent,
 };
 use maitred_protocol::ids::{
     CallStatus, ConversationId, InputId, MessageId, MessageStatus, PartId, Role, TaskId,
@@ -44,6 +44,7 @@ fn declarations() -> Vec<String> {
         tool_result_status(),
         ToolResultEvent::decl(&cfg),
         UsageEvent::decl(&cfg),
+        BudgetEvent::decl(&cfg),
         ErrorEvent::decl(&cfg),
         ResumedEvent::decl(&cfg),
         Finish::decl(&cfg),

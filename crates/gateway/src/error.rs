@@ -30,6 +30,9 @@ pub enum GatewayError {
     NotSignedIn,
     #[error("the request's CSRF token is missing or wrong; reload the page")]
     Csrf,
+    /// Signed in, but without the role the request needs.
+    #[error("{0}")]
+    Forbidden(String),
     #[error(transparent)]
     Auth(#[from] AuthError),
     #[error("too many requests: {reason}; retry in {retry_after} s")]
@@ -73,7 +76,7 @@ impl GatewayError {
             Self::NotFound { .. } => (StatusCode::NOT_FOUND, "RESOURCE_NOT_FOUND"),
             Self::Conflict(_) => (StatusCode::CONFLICT, "CONFLICT"),
             Self::NotSignedIn => (StatusCode::UNAUTHORIZED, "AUTHENTICATION_ERROR"),
-            Self::Csrf => (StatusCode::FORBIDDEN, "AUTHORIZATION_ERROR"),
+            Self::Csrf | Self::Forbidden(_) => (StatusCode::FORBIDDEN, "AUTHORIZATION_ERROR"),
             Self::Auth(error) => auth_status_and_code(error),
             Self::RateLimited { .. } => (StatusCode::TOO_MANY_REQUESTS, "RATE_LIMIT_EXCEEDED"),
             Self::Unavailable(_)

@@ -4,6 +4,7 @@
 pub mod answer;
 mod auth;
 pub mod background;
+pub mod budgets;
 #[cfg(test)]
 mod bindings;
 pub mod chat;
@@ -23,7 +24,7 @@ use std::sync::Arc;
 use anyhow::Context;
 use axum::Router;
 use axum::extract::{DefaultBodyLimit, FromRef};
-use axum::routing::{get, post};
+use axum::routing::{get, post, put};
 use secrecy::SecretString;
 use tokio_util::sync::CancellationToken;
 use tokio_util::task::TaskTracker;
@@ -264,9 +265,12 @@ pub async fn router(
         settings.gateway.input_timeout,
         live.clone(),
     ));
+    // Every model that may answer, the primary first: budgets reserve at the dearest.
+    let mut model_names = vec![model.name().to_owned()];
     let mut models = vec![model];
     for fallback in settings.gateway.file.fallback_models()? {
         tracing::info!(model = %fallback.model, base_url = %fallback.base_url, "LLM fallback");
+        model_names.push(fallback.model.clone());
         models.push(Arc::new(maitred_llm::openai::OpenAiModel::new(
             streaming.clone(),
             fallback,
@@ -296,8 +300,14 @@ pub async fn router(
             tool_calls_per_question: file.limits.tool_calls_per_question,
             tool_output_cap: gateway.tool_output_cap,
             system_prompt: gateway.system_prompt.clone(),
+            max_output_tokens: file.budgets.max_output_tokens,
         },
         metrics: gateway_metrics.clone(),
+        budgets: Arc::new(budgets::DbBudgets::new(
+            db.clone(),
+            file.prices.clone(),
+            model_names,
+        )),
     });
     // Shutting down does not wait for a model to read its prompt.
     tasks.spawn({
@@ -412,6 +422,20 @@ pub async fn router(
         .route(
             &format!("{API_PREFIX}/conversations/{{id}}"),
             get(chat::conversation).delete(chat::delete_conversation),
+        )
+        .route(
+            &format!("{API_PREFIX}/admin/budgets"),
+            get(budgets::routes::list),
+        )
+        .route(
+            &format!("{API_PREFIX}/admin/budgets/ledger"),
+            get(budgets::routes::ledger),
+        )
+        .route(
+            &format!("{API_PREFIX}/admin/budgets/{{scope}}/{{subject}}"),
+            put(budgets::routes::put)
+                .get(budgets::routes::get_one)
+                .delete(budgets::routes::delete),
         )
         .merge(login::routes())
         .merge(openai_api::routes())

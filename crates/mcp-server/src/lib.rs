@@ -34,6 +34,7 @@ mod progress;
 mod report;
 mod sealed_state;
 mod server;
+mod spans;
 mod tasks;
 mod tools;
 

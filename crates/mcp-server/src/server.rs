@@ -284,7 +284,6 @@ impl ServerHandler for McpServer {
         request: CallToolRequestParams,
         ctx: RequestContext<RoleServer>,
     ) -> Result<CallToolResponse, ErrorData> {
-        let trace = trace(&ctx);
         let name = request.name.to_string();
         // The tool label is a catalogue name: a client cannot mint new series.
         let tool = if self.entry(&name).is_some() {
@@ -292,12 +291,7 @@ impl ServerHandler for McpServer {
         } else {
             "unknown".to_owned()
         };
-        let span = tracing::info_span!(
-            "tool_call",
-            tool = %tool,
-            trace_id = %trace.trace_id(),
-            span_id = %trace.span_id(),
-        );
+        let (span, trace) = super::spans::tool_call(&ctx, &tool, request.arguments.as_ref());
         let started = Instant::now();
         let idempotency_key = idempotency_key(&ctx);
         let (outcome, result) = self

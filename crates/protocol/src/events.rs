@@ -172,6 +172,22 @@ pub struct UsageEvent {
     pub total_tokens: u64,
 }
 
+/// What is left of the tightest budget that applies to the answer (see
+/// docs/operations.md, "Budgets"), sent after each model turn is settled and when a
+/// turn is refused. `None`: that budget has no cap of this kind.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[cfg_attr(feature = "ts", derive(ts_rs::TS))]
+pub struct BudgetEvent {
+    /// `person`, `role` or `conversation`.
+    pub scope: String,
+    /// `total`, `daily` or `monthly` (UTC).
+    pub window: String,
+    #[cfg_attr(feature = "ts", ts(type = "number | null"))]
+    pub remaining_tokens: Option<u64>,
+    /// In the prices' currency (US dollars in the examples).
+    pub remaining_cost: Option<f64>,
+}
+
 /// A clear, user-safe message.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 #[cfg_attr(feature = "ts", derive(ts_rs::TS))]
@@ -257,6 +273,8 @@ chat_events! {
     ToolProgress(ToolProgressEvent) => "tool_progress",
     ToolResult(ToolResultEvent) => "tool_result",
     Usage(UsageEvent) => "usage",
+    /// What is left of the answer's budget, after each model turn.
+    Budget(BudgetEvent) => "budget",
     Error(ErrorEvent) => "error",
     /// The answer was taken over after its server stopped, and goes on.
     Resumed(ResumedEvent) => "resumed",
@@ -345,6 +363,12 @@ mod tests {
                 prompt_tokens: 1,
                 completion_tokens: 2,
                 total_tokens: 3,
+            }),
+            ChatEvent::Budget(BudgetEvent {
+                scope: "role".into(),
+                window: "daily".into(),
+                remaining_tokens: Some(10),
+                remaining_cost: None,
             }),
             ChatEvent::Error(ErrorEvent {
                 code: "storage".into(),

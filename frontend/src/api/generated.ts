@@ -72,6 +72,20 @@ export type ToolResultEvent = { id: ToolCallId, status: ToolResultStatus, durati
 
 export type UsageEvent = { prompt_tokens: number, completion_tokens: number, total_tokens: number, };
 
+export type BudgetEvent = { 
+/**
+ * `person`, `role` or `conversation`.
+ */
+scope: string, 
+/**
+ * `total`, `daily` or `monthly` (UTC).
+ */
+window: string, remaining_tokens: number | null, 
+/**
+ * In the prices' currency (US dollars in the examples).
+ */
+remaining_cost: number | null, };
+
 export type ErrorEvent = { code: string, message: string, };
 
 export type ResumedEvent = { 
@@ -88,9 +102,9 @@ export type FinishReason = "stop" | "cancelled" | "max_iterations" | "error";
 
 export type DoneEvent = { finish_reason: FinishReason, };
 
-export type ChatEvent = { "type": "meta", "data": MetaEvent } | { "type": "token", "data": TokenEvent } | { "type": "tool_call", "data": ToolCallEvent } | { "type": "approval_required", "data": ApprovalRequiredEvent } | { "type": "input_required", "data": InputRequiredEvent } | { "type": "input_resolved", "data": InputResolvedEvent } | { "type": "tool_progress", "data": ToolProgressEvent } | { "type": "tool_result", "data": ToolResultEvent } | { "type": "usage", "data": UsageEvent } | { "type": "error", "data": ErrorEvent } | { "type": "resumed", "data": ResumedEvent } | { "type": "done", "data": DoneEvent };
+export type ChatEvent = { "type": "meta", "data": MetaEvent } | { "type": "token", "data": TokenEvent } | { "type": "tool_call", "data": ToolCallEvent } | { "type": "approval_required", "data": ApprovalRequiredEvent } | { "type": "input_required", "data": InputRequiredEvent } | { "type": "input_resolved", "data": InputResolvedEvent } | { "type": "tool_progress", "data": ToolProgressEvent } | { "type": "tool_result", "data": ToolResultEvent } | { "type": "usage", "data": UsageEvent } | { "type": "budget", "data": BudgetEvent } | { "type": "error", "data": ErrorEvent } | { "type": "resumed", "data": ResumedEvent } | { "type": "done", "data": DoneEvent };
 
-export const CHAT_EVENT_NAMES: readonly ChatEvent["type"][] = ["meta", "token", "tool_call", "approval_required", "input_required", "input_resolved", "tool_progress", "tool_result", "usage", "error", "resumed", "done"];
+export const CHAT_EVENT_NAMES: readonly ChatEvent["type"][] = ["meta", "token", "tool_call", "approval_required", "input_required", "input_resolved", "tool_progress", "tool_result", "usage", "budget", "error", "resumed", "done"];
 
 export type ConversationSummary = { id: ConversationId, title: string, created_at: string, updated_at: string, };
 

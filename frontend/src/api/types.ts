@@ -17,6 +17,7 @@ export type AuthStatus =
 export { CHAT_EVENT_NAMES } from "./generated";
 export type {
   ApprovalRequiredEvent,
+  BudgetEvent,
   ChatEvent,
   Conversation,
   ConversationSummary,

@@ -3,6 +3,7 @@
 
 import { taskIdOf } from "../api/tasks";
 import type {
+  BudgetEvent,
   ChatEvent,
   Conversation,
   ErrorEvent,
@@ -80,6 +81,8 @@ export interface Answer {
   /** Set when the server running the answer stopped and another took it over. */
   resumed: ResumedEvent | null;
   usage: UsageEvent | null;
+  /** What is left of the tightest budget, after the latest model turn. */
+  budget: BudgetEvent | null;
   /** Text after a tool call starts a new paragraph, as the stored rows do. */
   afterTool: boolean;
   /**
@@ -109,6 +112,7 @@ export function emptyAnswer(messageId: string | null = null): Answer {
     error: null,
     resumed: null,
     usage: null,
+    budget: null,
     afterTool: false,
     resolvedInputs: {},
   };
@@ -272,6 +276,8 @@ export function applyEvent(answer: Answer, event: ChatEvent): Answer {
       };
     case "usage":
       return { ...answer, usage: event.data };
+    case "budget":
+      return { ...answer, budget: event.data };
     case "error":
       return { ...answer, error: event.data };
     case "resumed":

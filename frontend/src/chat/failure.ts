@@ -67,8 +67,11 @@ const EVENT_TITLES: Record<string, string> = {
   model_timeout: "The language model took too long",
   model_unreachable: "The language model could not be reached",
   interrupted: "The answer was interrupted",
+  budget: "The budget is spent",
 };
 
 export function failureFromEvent(event: ErrorEvent, retry: Failure["retry"]): Failure {
+  // Asking again spends from the same budget: no retry until an admin raises it.
+  if (event.code === "budget") return { title: "The budget is spent", message: event.message, retry: null };
   return { title: EVENT_TITLES[event.code] ?? "The answer could not be completed", message: event.message, retry };
 }

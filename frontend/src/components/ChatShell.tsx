@@ -1,6 +1,7 @@
 import { useCallback, useEffect, useMemo, useRef, useState, type ReactElement } from "react";
 import { Api, HttpError } from "../api/http";
 import { OFFLINE_MODEL, type ConversationSummary, type User } from "../api/types";
+import { describeBudget, latestBudget } from "../chat/budget";
 import { followUpsToShow, shownMessageIds } from "../chat/tasks";
 import { useChat } from "../chat/useChat";
 import { useConversations } from "../hooks/useConversations";
@@ -52,6 +53,7 @@ export function ChatShell({
   const { open, appendFollowUp } = chat;
 
   const shown = useMemo(() => shownMessageIds(chat.state.turns), [chat.state.turns]);
+  const budget = useMemo(() => latestBudget(chat.state.turns), [chat.state.turns]);
   const tasks = useTasks(api, chat.state.loading ? null : chat.state.conversationId, shown);
   useEffect(() => {
     refreshTasks.current = tasks.refresh;
@@ -187,6 +189,11 @@ export function ChatShell({
           )}
           {chat.state.failure && (
             <ErrorBanner failure={chat.state.failure} onRetry={chat.retry} onDismiss={chat.dismiss} />
+          )}
+          {budget && (
+            <p className="budget-left" data-testid="budget-left" role="status">
+              {describeBudget(budget)}
+            </p>
           )}
           <Composer ref={input} streaming={chat.streaming} onAsk={chat.ask} onStop={chat.stop} />
         </div>

@@ -47,6 +47,7 @@ impl Db {
         } else {
             anyhow::bail!("DATABASE_URL must start with sqlite: or postgres:");
         };
+        crate::otel::set_db_system(url);
         let (url, sqlite_file) = if kind == DbKind::Sqlite {
             (create_if_missing(url), prepare_sqlite_file(url)?)
         } else {

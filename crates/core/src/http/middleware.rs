@@ -20,6 +20,7 @@ use super::error::{Envelope, ErrorDetail, INTERNAL_MESSAGE};
 use crate::metrics::Metrics;
 use crate::trace_context::{TRACERESPONSE, TraceContext};
 
+mod otel_request;
 mod request_id;
 
 pub const REQUEST_ID: HeaderName = HeaderName::from_static("x-request-id");
@@ -55,20 +56,26 @@ pub fn wrap(router: Router, metrics: &Metrics, proxies: &TrustedProxies) -> Rout
                         .get(REQUEST_ID)
                         .and_then(|v| v.to_str().ok())
                         .unwrap_or_default();
-                    let trace = request.extensions().get::<TraceContext>();
                     let client_ip = request.extensions().get::<ClientIp>();
-                    tracing::info_span!(
+                    let span = tracing::info_span!(
                         "request",
                         method = %request.method(),
                         path = ?request.uri().path(),
                         request_id,
                         client_ip = client_ip.map(|ip| display(ip.0)),
-                        trace_id = trace.map(|t| display(t.trace_id())),
-                        span_id = trace.map(|t| display(t.span_id())),
-                    )
+                        trace_id = tracing::field::Empty,
+                        span_id = tracing::field::Empty,
+                        otel.name = tracing::field::Empty,
+                        otel.kind = tracing::field::Empty,
+                    );
+                    let trace = otel_request::start(&span, request);
+                    span.record("trace_id", tracing::field::display(trace.trace_id()));
+                    span.record("span_id", tracing::field::display(trace.span_id()));
+                    span
                 })
                 .on_request(())
-                .on_response(|response: &Response<_>, latency: Duration, _span: &Span| {
+                .on_response(|response: &Response<_>, latency: Duration, span: &Span| {
+                    otel_request::status(span, response.status());
                     tracing::info!(
                         status = response.status().as_u16(),
                         latency_ms = latency.as_secs_f64() * 1000.0,
@@ -76,6 +83,10 @@ pub fn wrap(router: Router, metrics: &Metrics, proxies: &TrustedProxies) -> Rout
                     );
                 }),
         )
+        // Inside the request's span: with traces exported, the request's place in
+        // the trace is that span's (named downstream in traceparent). Not there
+        // without: no cost.
+        .option_layer(crate::otel::enabled().then(|| from_fn(otel_request::own_trace)))
         // Inside the request's span: logs the detail an error response carries, once.
         .layer(from_fn(super::error::log_errors))
         .layer(PropagateRequestIdLayer::new(REQUEST_ID))
@@ -113,12 +124,20 @@ pub fn wrap(router: Router, metrics: &Metrics, proxies: &TrustedProxies) -> Rout
 /// take it as a [`TraceContext`] extractor): a child of a valid incoming
 /// `traceparent`, else a new trace. The response names that span in `traceresponse`.
 async fn trace_context(mut request: AxumRequest, next: Next) -> axum::response::Response {
-    let trace = TraceContext::from_headers(request.headers())
-        .map(|caller| caller.child())
-        .unwrap_or_else(TraceContext::new_root);
+    let caller = TraceContext::from_headers(request.headers());
+    let trace = caller.map_or_else(TraceContext::new_root, |caller| caller.child());
     request.extensions_mut().insert(trace);
+    request
+        .extensions_mut()
+        .insert(otel_request::Caller(caller));
     let mut response = next.run(request).await;
-    if let Ok(value) = HeaderValue::try_from(trace.header_value()) {
+    // The span that served it: ours, or the exported one (`own_trace` put it there).
+    let served = response
+        .extensions()
+        .get::<TraceContext>()
+        .copied()
+        .unwrap_or(trace);
+    if let Ok(value) = HeaderValue::try_from(served.header_value()) {
         response.headers_mut().insert(TRACERESPONSE, value);
     }
     response

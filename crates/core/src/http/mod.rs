@@ -43,7 +43,10 @@ pub async fn serve(
         .local_addr()
         .context("reading the listener address")?;
     tracing::info!(role, %addr, "listening");
-    let router = router.layer(from_fn_with_state(timeouts, self::timeouts::limit));
+    let router = router
+        .layer(from_fn_with_state(timeouts, self::timeouts::limit))
+        // Which role's service the request's spans belong to, in `maitred all` too.
+        .layer(axum::Extension(crate::otel::ServingRole(role)));
     let mut builder = http1::Builder::new();
     builder
         .timer(TokioTimer::new())

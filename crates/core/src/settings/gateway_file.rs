@@ -30,6 +30,13 @@
 //! [policy.USER]                         # by role; several roles: the most permissive
 //! write_tools = false                   # no tool that is not read-only
 //! deny = ["resos__getFeedback*"]        # exposed tool names, * as a wildcard
+//!
+//! [prices."gpt-4o-mini"]                # per million tokens, for budgets in money
+//! input_per_million = 0.15
+//! output_per_million = 0.60
+//!
+//! [budgets]
+//! max_output_tokens = 4096              # a turn's cap, reserved before it runs
 //! ```
 
 use std::collections::BTreeMap;
@@ -58,6 +65,11 @@ pub struct GatewayFile {
     /// Redis shared by the gateway replicas; `MAITRED_REDIS_URL` wins over it.
     #[serde(default)]
     pub redis_url: Option<String>,
+    /// Prices per model name, for budgets in money (see [`super::prices`]).
+    #[serde(default)]
+    pub prices: BTreeMap<String, super::prices::Price>,
+    #[serde(default)]
+    pub budgets: super::prices::BudgetSettings,
 }
 
 /// With no `[policy]` at all, people with only the USER role may read but not change
@@ -224,6 +236,8 @@ impl Default for GatewayFile {
             limits: Limits::default(),
             policy: default_policy(),
             redis_url: None,
+            prices: BTreeMap::new(),
+            budgets: super::prices::BudgetSettings::default(),
         }
     }
 }

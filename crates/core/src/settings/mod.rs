@@ -19,6 +19,7 @@ pub mod gateway_file;
 pub mod identity_file;
 mod llm;
 pub mod mcp_servers;
+pub mod prices;
 mod resolve;
 pub mod span;
 mod timeouts;

@@ -13,6 +13,8 @@ pub(super) enum Stop {
     /// The answer could not be stored: it is not the model's fault, and is not
     /// counted as the model's error.
     Storage(StoreError),
+    /// A budget has not enough left for the next model turn: the message says which.
+    Budget(String),
 }
 
 impl From<StoreError> for Stop {

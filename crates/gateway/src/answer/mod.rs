@@ -14,6 +14,8 @@ pub mod ports;
 mod prompt;
 pub mod recorder;
 mod repeats;
+mod spans;
+mod spend;
 mod turn;
 mod warm_up;
 
@@ -21,6 +23,8 @@ mod warm_up;
 mod tests;
 
 use std::sync::Arc;
+
+use tracing::Instrument;
 
 use crate::auth::ChatUser;
 use crate::metrics::GatewayMetrics;
@@ -31,7 +35,7 @@ use maitred_core::trace_context::TraceContext;
 use maitred_llm::router::ModelRouter;
 use maitred_llm::{Message, ToolDef, Usage};
 use maitred_protocol::events::Finish;
-use ports::{Approver, BackgroundTasks, Inputs, Tools};
+use ports::{Approver, BackgroundTasks, Budgets, Inputs, Tools};
 pub use recorder::Recorder;
 
 /// The loop's limits.
@@ -45,6 +49,8 @@ pub struct Limits {
     pub tool_output_cap: usize,
     /// The operator's system prompt; `None`: the built-in one.
     pub system_prompt: Option<String>,
+    /// A model turn's output cap (`max_tokens`) when a budget applies.
+    pub max_output_tokens: u32,
 }
 
 /// What answers questions: the models, the tools and the rules for using them.
@@ -58,6 +64,8 @@ pub struct Answerer {
     pub background: Arc<dyn BackgroundTasks>,
     pub limits: Limits,
     pub metrics: GatewayMetrics,
+    /// Tokens and money, reserved before each model turn and settled after it.
+    pub budgets: Arc<dyn Budgets>,
 }
 
 /// One answer being written: where its events go, who asked, its trace, and
@@ -133,9 +141,11 @@ impl Answerer {
             let reply = if answer_now {
                 let messages = repeats::answer_from_results(&run.messages);
                 self.model_turn(answer, &messages, &offered, true, turn)
+                    .instrument(spans::chat(self.models.primary()))
                     .await?
             } else {
                 self.model_turn(answer, &run.messages, &offered, false, turn)
+                    .instrument(spans::chat(self.models.primary()))
                     .await?
             };
             let small = self.models.is_small(&reply.model);
@@ -214,6 +224,7 @@ impl Answerer {
                 tracing::error!(%error, "the answer could not be stored");
                 Some(("storage", failure::STORAGE_MESSAGE.to_owned()))
             }
+            Err(Stop::Budget(message)) => Some(("budget", message.clone())),
             Ok(_) | Err(Stop::Cancelled) => None,
         };
         let finish = match outcome {

@@ -1,4 +1,4 @@
-//! What the answer loop needs from the rest of the gateway, as five small traits:
+//! What the answer loop needs from the rest of the gateway, as small traits:
 //! where an answer's events go (its viewers), where its parts are stored, the tools,
 //! the person's approvals, and the person's answers to a tool's questions. The
 //! gateway wires the real ones (`chat::generation`, `chat::store`, `tools::ToolHub`,
@@ -271,4 +271,74 @@ pub enum Adopted {
 #[async_trait]
 pub trait BackgroundTasks: Send + Sync {
     async fn adopt(&self, task: NewTask<'_>) -> StoreResult<Adopted>;
+}
+
+/// A model turn's worst case, reserved before it runs against every budget that
+/// applies to the person, their roles and the conversation.
+#[derive(Debug, Clone)]
+pub struct BudgetAsk<'a> {
+    pub answer: &'a AnswerRef,
+    pub roles: &'a [String],
+    /// The estimated prompt.
+    pub input_tokens: u64,
+    /// The turn's output cap.
+    pub output_tokens: u64,
+}
+
+/// What is left of one budget, in tokens and micro-units of money (`None`: no cap).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Remaining {
+    pub scope: String,
+    pub window: String,
+    pub tokens: Option<i64>,
+    pub cost_micros: Option<i64>,
+}
+
+/// An open reservation, closed by [`Budgets::settle`].
+#[derive(Debug, Clone)]
+pub struct Held {
+    pub id: String,
+}
+
+/// What a reservation came to.
+#[derive(Debug, Clone)]
+pub enum Reserved {
+    /// No budget applies: nothing was reserved, and the turn's output is not capped.
+    Free,
+    Held(Held),
+    /// A budget has not enough left for the turn's worst case: nothing was reserved.
+    Refused(Remaining),
+}
+
+/// Budgets reserved before they are spent.
+#[async_trait]
+pub trait Budgets: Send + Sync {
+    /// Reserves the worst case against every budget that applies, all or none, in
+    /// one atomic step.
+    async fn reserve(&self, ask: &BudgetAsk<'_>) -> StoreResult<Reserved>;
+    /// Closes a reservation with what the turn used (by the model `model`, priced
+    /// at its price), refunding the rest; returns what is left of the tightest
+    /// budget it touched.
+    async fn settle(
+        &self,
+        held: &Held,
+        model: &str,
+        input_tokens: u64,
+        output_tokens: u64,
+    ) -> StoreResult<Option<Remaining>>;
+}
+
+/// No budgets at all (tests, and a gateway whose admins set none: the real one
+/// answers `Free` then too).
+pub struct NoBudgets;
+
+#[async_trait]
+impl Budgets for NoBudgets {
+    async fn reserve(&self, _: &BudgetAsk<'_>) -> StoreResult<Reserved> {
+        Ok(Reserved::Free)
+    }
+
+    async fn settle(&self, _: &Held, _: &str, _: u64, _: u64) -> StoreResult<Option<Remaining>> {
+        Ok(None)
+    }
 }

@@ -11,12 +11,12 @@ use tokio::task::JoinHandle;
 use tokio_util::sync::CancellationToken;
 
 use super::ports::{
-    AnswerRef, AnswerStore, EventSink, NewCall, StoreError, StoreResult, TurnRecord,
+    AnswerRef, AnswerStore, EventSink, NewCall, Remaining, StoreError, StoreResult, TurnRecord,
 };
 use crate::metrics::{ErrorCodeLabels, FinishLabels, GatewayMetrics, TokenKindLabels, ToolLabels};
 use maitred_llm::{ToolCall, Usage};
 use maitred_protocol::events::{
-    ApprovalRequiredEvent, ChatEvent, DoneEvent, ErrorEvent, Finish, InputAction,
+    ApprovalRequiredEvent, BudgetEvent, ChatEvent, DoneEvent, ErrorEvent, Finish, InputAction,
     InputRequiredEvent, InputResolvedEvent, MetaEvent, ResumedEvent, TokenEvent, ToolCallEvent,
     ToolProgressEvent, ToolResultEvent, UsageEvent,
 };
@@ -359,6 +359,17 @@ impl Recorder {
         .await?;
         self.ready().await?;
         self.store.usage(&self.answer, model, usage).await
+    }
+
+    /// What is left of the answer's tightest budget.
+    pub async fn budget(&self, left: &Remaining) -> StoreResult<()> {
+        self.emit(ChatEvent::Budget(BudgetEvent {
+            scope: left.scope.clone(),
+            window: left.window.clone(),
+            remaining_tokens: left.tokens.map(|n| n.max(0) as u64),
+            remaining_cost: left.cost_micros.map(|n| n.max(0) as f64 / 1e6),
+        }))
+        .await
     }
 
     pub async fn error(&self, code: &'static str, message: String) -> StoreResult<()> {

@@ -392,6 +392,7 @@ struct Setup {
     max_iterations: u32,
     asking: Asking,
     background: Arc<Background>,
+    budgets: Arc<dyn super::ports::Budgets>,
 }
 
 struct Ran {
@@ -415,6 +416,7 @@ impl Setup {
             max_iterations: 10,
             asking: Asking::Person,
             background: Arc::default(),
+            budgets: Arc::new(super::ports::NoBudgets),
         }
     }
 
@@ -438,8 +440,10 @@ impl Setup {
                 tool_calls_per_question: 25,
                 tool_output_cap: 16 * 1024,
                 system_prompt: None,
+                max_output_tokens: 256,
             },
             metrics: metrics.clone(),
+            budgets: self.budgets.clone(),
         };
         let viewers = Arc::new(Viewers::default());
         let parts = Arc::new(parts);
@@ -734,4 +738,104 @@ impl Ran {
             .filter(|e| matches!(e, ChatEvent::ToolResult(_)))
             .count()
     }
+}
+
+/// A budget that allows `turns` model turns, and keeps what each asked and used.
+#[derive(Default)]
+struct Allowance {
+    turns: Mutex<u32>,
+    asked: Mutex<Vec<(u64, u64)>>,
+    settled: Mutex<Vec<(String, u64, u64)>>,
+}
+
+#[async_trait::async_trait]
+impl super::ports::Budgets for Allowance {
+    async fn reserve(
+        &self,
+        ask: &super::ports::BudgetAsk<'_>,
+    ) -> StoreResult<super::ports::Reserved> {
+        self.asked
+            .lock()
+            .unwrap()
+            .push((ask.input_tokens, ask.output_tokens));
+        let mut turns = self.turns.lock().unwrap();
+        let left = super::ports::Remaining {
+            scope: "person".into(),
+            window: "daily".into(),
+            tokens: Some(i64::from(*turns)),
+            cost_micros: None,
+        };
+        if *turns == 0 {
+            return Ok(super::ports::Reserved::Refused(left));
+        }
+        *turns -= 1;
+        Ok(super::ports::Reserved::Held(super::ports::Held {
+            id: format!("r{turns}"),
+        }))
+    }
+
+    async fn settle(
+        &self,
+        held: &super::ports::Held,
+        _model: &str,
+        input_tokens: u64,
+        output_tokens: u64,
+    ) -> StoreResult<Option<super::ports::Remaining>> {
+        self.settled
+            .lock()
+            .unwrap()
+            .push((held.id.clone(), input_tokens, output_tokens));
+        Ok(Some(super::ports::Remaining {
+            scope: "person".into(),
+            window: "daily".into(),
+            tokens: Some(i64::from(*self.turns.lock().unwrap())),
+            cost_micros: None,
+        }))
+    }
+}
+
+#[tokio::test]
+async fn a_turn_its_budget_cannot_cover_is_not_sent_and_the_answer_stops_with_budget() {
+    let mut setup = Setup::new(vec![
+        calls(&[("c1", "shop__listItems", r#"{"limit":2}"#)]),
+        text("Two items."),
+    ]);
+    let allowance = Arc::new(Allowance {
+        turns: Mutex::new(1),
+        ..Allowance::default()
+    });
+    setup.budgets = allowance.clone();
+    let model = setup.model.clone();
+    let ran = setup.run(Parts::default()).await;
+
+    let named = ran.viewers.named();
+    assert_eq!(
+        named,
+        [
+            "budget",
+            "tool_call",
+            "tool_result",
+            "budget",
+            "error",
+            "done"
+        ],
+        "{named:?}"
+    );
+    let events = ran.viewers.events.lock().unwrap().clone();
+    assert!(events.iter().any(
+        |e| matches!(e, ChatEvent::Error(e) if e.code == "budget" && e.message.contains("budget"))
+    ));
+    assert_eq!(finish_reason(events.last().unwrap()), "error");
+    // The first turn was reserved at its estimate plus the output cap, and settled;
+    // the second was refused before the model was asked.
+    let asked = allowance.asked.lock().unwrap().clone();
+    assert_eq!(asked.len(), 2);
+    assert!(
+        asked
+            .iter()
+            .all(|(input, output)| *input > 0 && *output == 256)
+    );
+    let settled = allowance.settled.lock().unwrap().clone();
+    assert_eq!(settled.len(), 1, "{settled:?}");
+    assert_eq!(model.requests.load(Ordering::SeqCst), 1);
 }

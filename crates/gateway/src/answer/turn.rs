@@ -34,7 +34,7 @@ impl Answerer {
     ) -> Result<Reply, Stop> {
         let recorder = answer.recorder;
         let cancel = recorder.cancelled();
-        let request = ChatRequest {
+        let mut request = ChatRequest {
             messages: messages.to_vec(),
             tools: tools.to_vec(),
             temperature: None,
@@ -42,6 +42,7 @@ impl Answerer {
             answer_only,
         };
         self.record_prompt_size(&request);
+        let hold = self.reserve_turn(answer, &mut request).await?;
         // Notes arrive while the router works; fallbacks are told to the viewers
         // once it is done, still before the first token.
         let mut fallbacks = Vec::new();
@@ -50,10 +51,26 @@ impl Answerer {
             () = cancel.cancelled() => Err(Stop::Cancelled),
             opened = self.models.open(&request, &mut notes) => opened.map_err(Stop::Model),
         };
+        let mut told = Ok(());
         for (from, to) in fallbacks {
-            recorder.meta(&to, Some(&from)).await?;
+            if told.is_ok() {
+                told = recorder.meta(&to, Some(&from)).await;
+            }
         }
-        let opened = opened?;
+        // Whatever stops the turn before its stream is read, its reservation is refunded.
+        let opened = match told.map_err(Stop::from).and(opened) {
+            Ok(opened) => opened,
+            Err(stop) => {
+                let spent = super::spend::Spent {
+                    model: None,
+                    usage: Usage::default(),
+                    text: "",
+                    calls: &[],
+                };
+                self.settle_turn(answer, hold, spent).await;
+                return Err(stop);
+            }
+        };
         let mut stream = opened.stream;
         recorder.begin_turn(&opened.model);
         let mut assembler = Assembler::default();
@@ -84,6 +101,7 @@ impl Answerer {
         };
         // Dropping the stream closes the upstream request at once.
         drop(stream);
+        super::spans::replied(&opened.model, usage, finished.as_ref());
         // A stream that ends without a finish reason was cut short, however complete
         // its text may look.
         let outcome = outcome.and_then(|()| match finished {
@@ -101,9 +119,16 @@ impl Answerer {
             Ok(()) => MessageStatus::Complete,
             Err(Stop::Cancelled) if recorder.interrupted() => MessageStatus::Interrupted,
             Err(Stop::Cancelled) => MessageStatus::Cancelled,
-            Err(Stop::Model(_) | Stop::Storage(_)) => MessageStatus::Error,
+            Err(Stop::Model(_) | Stop::Storage(_) | Stop::Budget(_)) => MessageStatus::Error,
         };
         let stored = recorder.end_turn(&calls, status).await;
+        let spent = super::spend::Spent {
+            model: Some(&opened.model),
+            usage,
+            text: stored.as_ref().map_or("", |(_, text)| text.as_str()),
+            calls: &calls,
+        };
+        self.settle_turn(answer, hold, spent).await;
         outcome?;
         let (part, text) = stored?;
         if finished == Some(FinishReason::Length) {

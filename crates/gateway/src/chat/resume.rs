@@ -22,7 +22,6 @@ use crate::answer::{Answer, Answerer, Asking, Recorder};
 use crate::auth::ChatUser;
 use crate::live::{Live, LiveError, LoggedEvent, Running};
 use crate::metrics::GatewayMetrics;
-use maitred_core::trace_context::TraceContext;
 use maitred_llm::{Message, ToolCall};
 use maitred_protocol::ids::{MessageStatus, Role};
 
@@ -143,13 +142,15 @@ impl Resumer {
             Instant::now(),
         );
         let store = self.store.clone();
-        let trace = TraceContext::new_root();
         let span = tracing::info_span!(
             "generation",
             message_id = %answer.message,
-            trace_id = %trace.trace_id(),
+            trace_id = tracing::field::Empty,
             resumed = attempt,
         );
+        // A taken-over answer starts a trace of its own: the request is long gone.
+        let trace = maitred_core::otel::continue_trace(&span, None, Some("gateway"));
+        span.record("trace_id", tracing::field::display(trace.trace_id()));
         self.tasks.spawn(
             async move {
                 let run = Answer {

@@ -128,8 +128,16 @@ pub async fn start(state: &GatewayState, new: NewAnswer) -> Result<Started, Gate
     let span = tracing::info_span!(
         "generation",
         %message_id,
-        trace_id = %trace.trace_id(),
+        trace_id = tracing::field::Empty,
     );
+    // Begun by no request (a background task's result): a trace of its own, in the
+    // gateway's service.
+    let trace = if tracing::Span::current().is_none() {
+        maitred_core::otel::continue_trace(&span, None, Some("gateway"))
+    } else {
+        trace
+    };
+    span.record("trace_id", tracing::field::display(trace.trace_id()));
     state.tasks.spawn(
         async move {
             let answer = Answer {

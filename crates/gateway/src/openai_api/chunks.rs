@@ -263,6 +263,8 @@ impl Translator {
             | ChatEvent::InputRequired(_)
             | ChatEvent::InputResolved(_)
             | ChatEvent::ToolProgress(_)
+            // What is left of a budget has no OpenAI chunk; a refusal comes as `error`.
+            | ChatEvent::Budget(_)
             // Answers of this API are not taken over (nobody can come back to them).
             | ChatEvent::Resumed(_) => Vec::new(),
         }

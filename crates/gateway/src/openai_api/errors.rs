@@ -125,6 +125,11 @@ impl From<GatewayError> for OpenAiError {
             E::NotFound { .. } => (StatusCode::NOT_FOUND, "invalid_request_error", "not_found"),
             E::Conflict(_) => (StatusCode::CONFLICT, "invalid_request_error", "conflict"),
             E::ToolServer(_) => (StatusCode::BAD_GATEWAY, "server_error", "upstream_error"),
+            E::Forbidden(_) => (
+                StatusCode::FORBIDDEN,
+                "permission_error",
+                "insufficient_permissions",
+            ),
             E::NotSignedIn | E::Csrf => (
                 StatusCode::UNAUTHORIZED,
                 "invalid_request_error",

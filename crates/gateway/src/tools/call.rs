@@ -12,6 +12,7 @@ use rmcp::model::{
 use secrecy::SecretString;
 use serde_json::Value;
 use sha2::{Digest, Sha256};
+use tracing::Instrument;
 
 use super::catalogue::RegisteredTool;
 use super::connection::Server;
@@ -181,11 +182,17 @@ impl ToolHub {
         if let Some(key) = context.idempotency_key {
             meta.insert(meta::IDEMPOTENCY_KEY.to_owned(), Value::from(key));
         }
-        // One question is one trace: the MCP server continues it (SEP-414).
-        meta.set_traceparent(context.traceparent);
+        // One question is one trace: the MCP server continues it (SEP-414), from
+        // the client span when traces are exported.
+        let span = super::spans::tools_call(&tool.server, &tool.tool, &connection);
+        match maitred_core::otel::trace_of(&span) {
+            Some(client) => meta.set_traceparent(client.header_value()),
+            None => meta.set_traceparent(context.traceparent),
+        }
         let mut params = CallToolRequestParams::new(tool.tool.clone()).with_arguments(arguments);
         params.meta = Some(meta);
         self.until_answered(server, tool, &connection, &routes, &link, params)
+            .instrument(span)
             .await
     }
 }

@@ -136,6 +136,7 @@ impl StreamableHttpClient for AuthedHttp {
         custom_headers: HashMap<HeaderName, HeaderValue>,
     ) -> Result<StreamableHttpPostResponse, Error> {
         let person = self.person_of(&message);
+        let custom_headers = with_traceparent(&message, custom_headers);
         let token = self
             .credentials
             .token(person.as_ref())
@@ -193,4 +194,28 @@ impl StreamableHttpClient for AuthedHttp {
             .get_stream(uri, session_id, last_event_id, token, custom_headers)
             .await
     }
+}
+
+/// A request whose `_meta` names its trace carries it in the `traceparent` header
+/// too, so the server's HTTP span joins the same trace as its MCP span.
+fn with_traceparent(
+    message: &ClientJsonRpcMessage,
+    mut headers: HashMap<HeaderName, HeaderValue>,
+) -> HashMap<HeaderName, HeaderValue> {
+    let JsonRpcMessage::Request(request) = message else {
+        return headers;
+    };
+    let ClientRequest::CallToolRequest(call) = &request.request else {
+        return headers;
+    };
+    let value = call
+        .params
+        .meta
+        .as_ref()
+        .and_then(|meta| meta.get_traceparent())
+        .and_then(|value| HeaderValue::from_str(value).ok());
+    if let Some(value) = value {
+        headers.insert(maitred_core::trace_context::TRACEPARENT, value);
+    }
+    headers
 }

@@ -16,6 +16,7 @@ pub mod interaction;
 pub mod policy;
 mod request;
 mod routes;
+mod spans;
 mod tasks;
 
 pub use call::{CallContext, CallOutcome, StartedTask, idempotency_key};

@@ -15,6 +15,7 @@ pub(super) mod summarise;
 use std::sync::Arc;
 
 use serde_json::Value;
+use tracing::Instrument;
 
 use super::recorder::{ShownCall, StartedCall};
 use super::turn::Reply;
@@ -227,7 +228,11 @@ impl Answerer {
             traceparent: &traceparent,
             link: &link,
         };
-        let call = self.tools.call(&tool, arguments, context);
+        let execute = super::spans::execute_tool(&tool.exposed, model_call_id, &shown.arguments);
+        let call = self
+            .tools
+            .call(&tool, arguments, context)
+            .instrument(execute.clone());
         let mut outcome =
             interact::converse(answer, self.inputs.as_ref(), shown, call, events).await?;
         if let CallOutcome::Task(started) = &outcome {
@@ -237,6 +242,7 @@ impl Answerer {
                 .unwrap_or(outcome);
         }
         let summarised = summarise::outcome(outcome, self.limits.tool_output_cap);
+        super::spans::tool_finished(&execute, &summarised.status, &summarised.text);
         recorder
             .call_finished(started, summarised.status, &summarised.summary)
             .await?;
