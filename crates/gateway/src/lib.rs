@@ -4,9 +4,9 @@
 pub mod answer;
 mod auth;
 pub mod background;
-pub mod budgets;
 #[cfg(test)]
 mod bindings;
+pub mod budgets;
 pub mod chat;
 mod error;
 mod extract;
