@@ -242,6 +242,40 @@ async fn spawn(
     (app, seen)
 }
 
+/// A lab whose tasks take `step` a step, a gateway whose model calls `lab__{tool}`
+/// (then writes `then` from its result), and the question asked and answered: the
+/// app, what the lab saw, a token and the conversation.
+async fn asked(
+    step: Duration,
+    tool: &str,
+    then: &str,
+    tweak: impl FnOnce(&mut maitred::settings::Settings),
+) -> (TestApp, Seen, String, String) {
+    let (app, seen) = spawn(
+        &Database::Sqlite,
+        step,
+        script(tool, json!({}), then),
+        tweak,
+    )
+    .await;
+    let token = app.chat_token().await;
+    let (conversation, _) = ask(&app, &token, &format!("Run {tool}")).await;
+    (app, seen, token, conversation)
+}
+
+/// Waits (at most 5 s) until the lab has seen `what`.
+async fn lab_saw(seen: &Seen, what: &str) {
+    let deadline = Instant::now() + Duration::from_secs(5);
+    while !seen.lock().unwrap().iter().any(|s| s == what) {
+        assert!(
+            Instant::now() < deadline,
+            "no {what:?} in {:?}",
+            seen.lock().unwrap()
+        );
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    }
+}
+
 /// Asks `question`, reads the answer to its end; the conversation's id and the
 /// events.
 async fn ask(
@@ -419,15 +453,13 @@ async fn a_task_is_followed_and_its_result_posted_once_on_postgresql() {
 
 #[tokio::test]
 async fn stop_reaches_the_server_and_the_task_ends_cancelled() {
-    let (app, seen) = spawn(
-        &Database::Sqlite,
+    let (app, seen, token, conversation) = asked(
         Duration::from_millis(100),
-        script("forever", json!({}), "It was stopped."),
+        "forever",
+        "It was stopped.",
         |_| {},
     )
     .await;
-    let token = app.chat_token().await;
-    let (conversation, _) = ask(&app, &token, "Run forever").await;
     let running = until(&app, &token, &conversation, Duration::from_secs(5), |t| {
         t["status_message"] == "working on it"
     })
@@ -468,15 +500,8 @@ async fn stop_reaches_the_server_and_the_task_ends_cancelled() {
 
 #[tokio::test]
 async fn deleting_the_conversation_stops_its_running_task() {
-    let (app, seen) = spawn(
-        &Database::Sqlite,
-        Duration::from_millis(50),
-        script("forever", json!({}), "unused"),
-        |_| {},
-    )
-    .await;
-    let token = app.chat_token().await;
-    let (conversation, _) = ask(&app, &token, "Run forever").await;
+    let (app, seen, token, conversation) =
+        asked(Duration::from_millis(50), "forever", "unused", |_| {}).await;
     until(&app, &token, &conversation, Duration::from_secs(5), |t| {
         t["status_message"] == "working on it"
     })
@@ -492,15 +517,7 @@ async fn deleting_the_conversation_stops_its_running_task() {
         .await
         .unwrap();
     assert_eq!(deleted.status(), 204);
-    let deadline = Instant::now() + Duration::from_secs(5);
-    while !seen
-        .lock()
-        .unwrap()
-        .contains(&"cancelled forever".to_owned())
-    {
-        assert!(Instant::now() < deadline, "{:?}", seen.lock().unwrap());
-        tokio::time::sleep(Duration::from_millis(50)).await;
-    }
+    lab_saw(&seen, "cancelled forever").await;
     let (left,): (i64,) = sqlx::query_as("SELECT COUNT(*) FROM tool_tasks")
         .fetch_one(app.db.pool())
         .await
@@ -511,15 +528,13 @@ async fn deleting_the_conversation_stops_its_running_task() {
 
 #[tokio::test]
 async fn a_tasks_question_is_answered_through_its_card() {
-    let (app, seen) = spawn(
-        &Database::Sqlite,
+    let (app, seen, token, conversation) = asked(
         Duration::from_millis(50),
-        script("ask_name", json!({}), "The report greets Ada."),
+        "ask_name",
+        "The report greets Ada.",
         |_| {},
     )
     .await;
-    let token = app.chat_token().await;
-    let (conversation, _) = ask(&app, &token, "A report with a name").await;
     let asking = until(&app, &token, &conversation, Duration::from_secs(5), |t| {
         t["status"] == "input_required"
     })
@@ -585,15 +600,13 @@ async fn a_tasks_question_is_answered_through_its_card() {
 
 #[tokio::test]
 async fn a_task_its_server_forgot_ends_as_failed() {
-    let (app, _) = spawn(
-        &Database::Sqlite,
+    let (app, _, token, conversation) = asked(
         Duration::from_millis(50),
-        script("vanish", json!({}), "The task was lost."),
+        "vanish",
+        "The task was lost.",
         |_| {},
     )
     .await;
-    let token = app.chat_token().await;
-    let (conversation, _) = ask(&app, &token, "Vanish").await;
     let states = until(&app, &token, &conversation, Duration::from_secs(10), posted).await;
     let task = states.last().unwrap();
     assert_eq!(task["status"], "failed");
@@ -637,33 +650,19 @@ async fn a_task_over_the_persons_limit_is_cancelled_at_its_server() {
         "{told}"
     );
     assert_eq!(tasks(&app, &token, &conversation).await.len(), 1);
-    let deadline = Instant::now() + Duration::from_secs(5);
-    while !seen
-        .lock()
-        .unwrap()
-        .contains(&"cancelled forever".to_owned())
-    {
-        assert!(
-            Instant::now() < deadline,
-            "the server is told: {:?}",
-            seen.lock().unwrap()
-        );
-        tokio::time::sleep(Duration::from_millis(50)).await;
-    }
+    lab_saw(&seen, "cancelled forever").await;
     app.stop().await;
 }
 
 #[tokio::test]
 async fn a_task_that_never_ends_is_given_up() {
-    let (app, seen) = spawn(
-        &Database::Sqlite,
+    let (app, seen, token, conversation) = asked(
         Duration::from_millis(50),
-        script("forever", json!({}), "It took too long."),
+        "forever",
+        "It took too long.",
         |s| s.gateway.task_give_up = Duration::from_secs(1),
     )
     .await;
-    let token = app.chat_token().await;
-    let (conversation, _) = ask(&app, &token, "Forever").await;
     let states = until(&app, &token, &conversation, Duration::from_secs(10), posted).await;
     let task = states.last().unwrap();
     assert_eq!(task["status"], "failed");
