@@ -167,7 +167,8 @@ status_message: string | null, created_at: string, updated_at: string, finished_
  */
 elapsed_ms: number, 
 /**
- * The answer that carries its result, once posted.
+ * The answer that carries its result, once it has started (watch it at
+ * `GET …/stream/chat/{id}`).
  */
 follow_up_message_id: MessageId | null, 
 /**

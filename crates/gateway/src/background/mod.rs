@@ -203,6 +203,7 @@ impl BackgroundTasks for TaskBook {
             failures: 0,
             cancel_requested: 0,
             follow_up_message_id: None,
+            follow_up_started_at: None,
             created_at: canonical_now(),
             updated_at: canonical_now(),
             finished_at: None,

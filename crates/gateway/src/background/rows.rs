@@ -33,6 +33,9 @@ pub struct TaskRow {
     pub failures: i64,
     pub cancel_requested: i64,
     pub follow_up_message_id: Option<MessageId>,
+    /// When the follow-up answer started (unix ms): until then its id names nothing
+    /// a client could watch.
+    pub follow_up_started_at: Option<i64>,
     pub created_at: String,
     pub updated_at: String,
     pub finished_at: Option<String>,
@@ -121,7 +124,7 @@ impl Rows {
         &self,
         conversation: &ConversationId,
     ) -> Result<Vec<TaskRow>, sqlx::Error> {
-        sqlx::query_as("SELECT id, conversation_id, message_id, tool_call_id, model_call_id, owner, asker, server, tool, exposed, title, arguments, task_id, status, status_message, input, result, error, poll_interval_ms, give_up_at, failures, cancel_requested, follow_up_message_id, created_at, updated_at, finished_at FROM tool_tasks WHERE conversation_id = $1 ORDER BY created_at, id")
+        sqlx::query_as("SELECT id, conversation_id, message_id, tool_call_id, model_call_id, owner, asker, server, tool, exposed, title, arguments, task_id, status, status_message, input, result, error, poll_interval_ms, give_up_at, failures, cancel_requested, follow_up_message_id, follow_up_started_at, created_at, updated_at, finished_at FROM tool_tasks WHERE conversation_id = $1 ORDER BY created_at, id")
         .bind(conversation)
         .fetch_all(self.db.pool())
         .await
@@ -133,7 +136,7 @@ impl Rows {
         owner: &Subject,
         id: &TaskId,
     ) -> Result<Option<TaskRow>, sqlx::Error> {
-        sqlx::query_as("SELECT id, conversation_id, message_id, tool_call_id, model_call_id, owner, asker, server, tool, exposed, title, arguments, task_id, status, status_message, input, result, error, poll_interval_ms, give_up_at, failures, cancel_requested, follow_up_message_id, created_at, updated_at, finished_at FROM tool_tasks WHERE id = $1 AND owner = $2")
+        sqlx::query_as("SELECT id, conversation_id, message_id, tool_call_id, model_call_id, owner, asker, server, tool, exposed, title, arguments, task_id, status, status_message, input, result, error, poll_interval_ms, give_up_at, failures, cancel_requested, follow_up_message_id, follow_up_started_at, created_at, updated_at, finished_at FROM tool_tasks WHERE id = $1 AND owner = $2")
         .bind(id)
         .bind(owner)
         .fetch_optional(self.db.pool())
@@ -142,7 +145,7 @@ impl Rows {
 
     /// The task, whoever's it is: for the replica that has just taken it.
     async fn by_id(&self, id: &TaskId) -> Result<Option<TaskRow>, sqlx::Error> {
-        sqlx::query_as("SELECT id, conversation_id, message_id, tool_call_id, model_call_id, owner, asker, server, tool, exposed, title, arguments, task_id, status, status_message, input, result, error, poll_interval_ms, give_up_at, failures, cancel_requested, follow_up_message_id, created_at, updated_at, finished_at FROM tool_tasks WHERE id = $1")
+        sqlx::query_as("SELECT id, conversation_id, message_id, tool_call_id, model_call_id, owner, asker, server, tool, exposed, title, arguments, task_id, status, status_message, input, result, error, poll_interval_ms, give_up_at, failures, cancel_requested, follow_up_message_id, follow_up_started_at, created_at, updated_at, finished_at FROM tool_tasks WHERE id = $1")
             .bind(id)
             .fetch_optional(self.db.pool())
             .await

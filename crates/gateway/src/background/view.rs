@@ -36,7 +36,8 @@ pub struct TaskView {
     /// From its start to its end, or to now while it runs.
     #[cfg_attr(test, ts(type = "number"))]
     pub elapsed_ms: i64,
-    /// The answer that carries its result, once posted.
+    /// The answer that carries its result, once it has started (watch it at
+    /// `GET …/stream/chat/{id}`).
     pub follow_up_message_id: Option<MessageId>,
     /// Why it failed.
     pub error: Option<String>,
@@ -105,7 +106,9 @@ impl From<TaskRow> for TaskView {
             updated_at: row.updated_at,
             finished_at: row.finished_at,
             elapsed_ms,
-            follow_up_message_id: row.follow_up_message_id,
+            // Shown once the answer has started: a client that watches it at once
+            // must find it.
+            follow_up_message_id: row.follow_up_started_at.and(row.follow_up_message_id),
             error: row.error,
             input: row.input.as_deref().and_then(TaskInput::parse),
         }
