@@ -39,22 +39,14 @@ pub(crate) async fn cancel(
     let id: TaskId = parse_id("task", &id)?;
     let book = &state.background;
     if !book.rows.request_cancel(&user.subject, &id).await? {
-        let row = book
-            .rows
-            .get(&user.subject, &id)
-            .await?
-            .ok_or_else(|| GatewayError::not_found("task", id.as_str()))?;
+        let row = yours(book, &user, &id).await?;
         return Err(GatewayError::Conflict(format!(
             "the task has ended ({})",
             row.status
         )));
     }
     tracing::info!(task = %id, subject = ?user.subject, "the person stopped a background task");
-    let row = book
-        .rows
-        .get(&user.subject, &id)
-        .await?
-        .ok_or_else(|| GatewayError::not_found("task", id.as_str()))?;
+    let row = yours(book, &user, &id).await?;
     Ok((StatusCode::ACCEPTED, Json(row.into())))
 }
 
@@ -68,11 +60,7 @@ pub(crate) async fn answer(
 ) -> Result<(StatusCode, Json<TaskView>), GatewayError> {
     let id: TaskId = parse_id("task", &id)?;
     let book = &state.background;
-    let row = book
-        .rows
-        .get(&user.subject, &id)
-        .await?
-        .ok_or_else(|| GatewayError::not_found("task", id.as_str()))?;
+    let row = yours(book, &user, &id).await?;
     let input = match (row.status, row.input.as_deref()) {
         (TaskStatus::InputRequired, Some(stored)) => super::view::TaskInput::parse(stored),
         _ => None,
@@ -119,10 +107,18 @@ pub(crate) async fn answer(
     }
     book.rows.input_answered(&id).await?;
     tracing::info!(task = %id, action = ?answer.action, "the person answered a background task");
-    let row = book
-        .rows
-        .get(&user.subject, &id)
-        .await?
-        .ok_or_else(|| GatewayError::not_found("task", id.as_str()))?;
+    let row = yours(book, &user, &id).await?;
     Ok((StatusCode::ACCEPTED, Json(row.into())))
+}
+
+/// The task `id` if it is `user`'s; anyone else's is the same 404 as an unknown one.
+async fn yours(
+    book: &super::TaskBook,
+    user: &ChatUser,
+    id: &TaskId,
+) -> Result<super::TaskRow, GatewayError> {
+    book.rows
+        .get(&user.subject, id)
+        .await?
+        .ok_or_else(|| GatewayError::not_found("task", id.as_str()))
 }
