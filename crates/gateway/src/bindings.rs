@@ -5,11 +5,15 @@
 
 use ts_rs::TS;
 
+use super::accounts::view::{
+    AccountList, AccountStatus, AccountView, AdminAccountList, AdminAccountView, ClientKind,
+    ConnectStart, Disconnected,
+};
 use super::background::view::{TaskInput, TaskList, TaskView};
 use super::chat::store::ConversationSummary;
 use super::chat::views::{ConversationView, PartView, ToolCallView};
 use maitred_protocol::events::{
-    ApprovalRequiredEvent, BudgetEvent, ChatEvent, DoneEvent, ErrorEvent, Finish, InputAction,
+    ApprovalRequiredEvent, BudgetEvent, ChatEvent, ConnectCard, ConnectReason, DoneEvent, ErrorEvent, Finish, InputAction,
     InputMode, InputRequiredEvent, InputResolvedEvent, MetaEvent, ResumedEvent, TokenEvent,
     ToolCallEvent, ToolProgressEvent, ToolResultEvent, UsageEvent,
 };
@@ -37,6 +41,8 @@ fn declarations() -> Vec<String> {
         ToolCallEvent::decl(&cfg),
         ApprovalRequiredEvent::decl(&cfg),
         InputMode::decl(&cfg),
+        ConnectReason::decl(&cfg),
+        ConnectCard::decl(&cfg),
         InputRequiredEvent::decl(&cfg),
         InputAction::decl(&cfg),
         InputResolvedEvent::decl(&cfg),
@@ -59,6 +65,14 @@ fn declarations() -> Vec<String> {
         TaskInput::decl(&cfg),
         TaskView::decl(&cfg),
         TaskList::decl(&cfg),
+        AccountStatus::decl(&cfg),
+        ClientKind::decl(&cfg),
+        AccountView::decl(&cfg),
+        AccountList::decl(&cfg),
+        ConnectStart::decl(&cfg),
+        Disconnected::decl(&cfg),
+        AdminAccountView::decl(&cfg),
+        AdminAccountList::decl(&cfg),
     ]
 }
 

@@ -1,6 +1,7 @@
 //! The gateway role: a person's question in, an LLM tool loop over MCP tools, the
 //! answer streamed back over SSE, with conversations, approvals and a browser login.
 
+pub mod accounts;
 pub mod answer;
 mod auth;
 pub mod background;

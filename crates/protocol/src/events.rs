@@ -112,7 +112,35 @@ pub struct InputRequiredEvent {
     #[serde(skip_serializing_if = "Option::is_none")]
     #[cfg_attr(feature = "ts", ts(optional))]
     pub url: Option<String>,
+    /// Set when the gateway itself asks the person to connect their account at this
+    /// MCP server (a "Connect <server>" card): `url` is the server's sign-in page,
+    /// and the card settles by itself once the sign-in comes back.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[cfg_attr(feature = "ts", ts(optional))]
+    pub connect: Option<ConnectCard>,
     pub expires_at: String,
+}
+
+/// What a "Connect <server>" card shows.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[cfg_attr(feature = "ts", derive(ts_rs::TS))]
+pub struct ConnectCard {
+    /// The MCP server's configured name.
+    pub server: String,
+    /// The host of the sign-in page, shown so the person knows where they go.
+    pub host: String,
+    /// Why: `connect` (first time), `reconnect` (the sign-in ended) or `more_access`
+    /// (the tool needs more scopes than were granted).
+    pub reason: ConnectReason,
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[cfg_attr(feature = "ts", derive(ts_rs::TS))]
+#[serde(rename_all = "snake_case")]
+pub enum ConnectReason {
+    Connect,
+    Reconnect,
+    MoreAccess,
 }
 
 /// The person's answer to a request for input (MCP's elicitation actions).
@@ -341,6 +369,7 @@ mod tests {
                 mode: InputMode::Url,
                 schema: None,
                 url: Some("https://example.com/pay".into()),
+                connect: None,
                 expires_at: "2026-11-24T12:05:00Z".into(),
             }),
             ChatEvent::InputResolved(InputResolvedEvent {

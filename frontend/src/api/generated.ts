@@ -42,6 +42,23 @@ export type ApprovalRequiredEvent = { id: ToolCallId, server: string, tool: stri
 
 export type InputMode = "form" | "url";
 
+export type ConnectReason = "connect" | "reconnect" | "more_access";
+
+export type ConnectCard = { 
+/**
+ * The MCP server's configured name.
+ */
+server: string, 
+/**
+ * The host of the sign-in page, shown so the person knows where they go.
+ */
+host: string, 
+/**
+ * Why: `connect` (first time), `reconnect` (the sign-in ended) or `more_access`
+ * (the tool needs more scopes than were granted).
+ */
+reason: ConnectReason, };
+
 export type InputRequiredEvent = { id: InputId, 
 /**
  * The call that asks.
@@ -58,7 +75,13 @@ schema?: unknown,
 /**
  * `url`: the page to open (https, or http on localhost in development).
  */
-url?: string, expires_at: string, };
+url?: string, 
+/**
+ * Set when the gateway itself asks the person to connect their account at this
+ * MCP server (a "Connect <server>" card): `url` is the server's sign-in page,
+ * and the card settles by itself once the sign-in comes back.
+ */
+connect?: ConnectCard, expires_at: string, };
 
 export type InputAction = "accept" | "decline" | "cancel";
 
@@ -181,3 +204,56 @@ error: string | null,
 input: TaskInput | null, };
 
 export type TaskList = { tasks: Array<Task>, };
+
+export type AccountStatus = "connected" | "not_connected";
+
+export type ClientKind = "metadata_document" | "dynamic" | "preregistered";
+
+export type Account = { 
+/**
+ * The MCP server's configured name.
+ */
+server: string, 
+/**
+ * What the operator says the server is for.
+ */
+description: string | null, 
+/**
+ * The host of the MCP server.
+ */
+host: string, status: AccountStatus, 
+/**
+ * The scopes granted, once connected.
+ */
+scopes: Array<string>, connected_at: string | null, 
+/**
+ * When its access was last renewed.
+ */
+refreshed_at: string | null, 
+/**
+ * How maitred is known to the server's authorization server.
+ */
+client: ClientKind | null, };
+
+export type AccountList = { accounts: Array<Account>, };
+
+export type ConnectStart = { server: string, authorization_url: string, 
+/**
+ * The host of the sign-in page.
+ */
+host: string, expires_at: string, };
+
+export type Disconnected = { server: string, 
+/**
+ * Whether the server's authorization server was told to revoke the tokens
+ * (RFC 7009); they are deleted here either way.
+ */
+revoked_at_server: boolean, };
+
+export type AdminAccount = { 
+/**
+ * The person's subject.
+ */
+owner: string, server: string, scopes: Array<string>, client: ClientKind | null, connected_at: string, refreshed_at: string | null, };
+
+export type AdminAccountList = { accounts: Array<AdminAccount>, };

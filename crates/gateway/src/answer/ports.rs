@@ -10,6 +10,7 @@ use serde_json::Value;
 use tokio_util::sync::CancellationToken;
 
 use crate::auth::ChatUser;
+use maitred_protocol::events::ConnectCard;
 use crate::tools::{CallContext, CallOutcome, Catalogue, InputReply, RegisteredTool, StartedTask};
 use maitred_llm::{Message, ToolCall, Usage};
 use maitred_protocol::events::{ChatEvent, InputMode};
@@ -221,6 +222,8 @@ pub struct InputRequest<'a> {
     pub schema: Option<&'a Value>,
     /// `url`: the page to open.
     pub url: Option<&'a str>,
+    /// The gateway's own "Connect <server>" card.
+    pub connect: Option<&'a ConnectCard>,
 }
 
 /// The person's answers to a tool's requests for input.

@@ -59,6 +59,8 @@ struct Row {
     mode: String,
     schema: Option<String>,
     url: Option<String>,
+    /// The gateway's "Connect <server>" card, as JSON.
+    connect: Option<String>,
     status: String,
     content: Option<String>,
     expires_at: String,
@@ -93,7 +95,7 @@ impl ToolInputs {
 
     async fn row(&self, id: &InputId) -> Result<Option<Row>, sqlx::Error> {
         sqlx::query_as(
-            "SELECT id, tool_call_id, owner, server, tool, message, mode, schema, url, status, content, expires_at FROM tool_inputs WHERE id = $1",
+            "SELECT id, tool_call_id, owner, server, tool, message, mode, schema, url, connect, status, content, expires_at FROM tool_inputs WHERE id = $1",
         )
             .bind(id)
             .fetch_optional(self.db.pool())
@@ -181,7 +183,7 @@ impl ToolInputs {
         seen: u64,
     ) -> Result<Vec<InputRequiredEvent>, sqlx::Error> {
         let rows: Vec<Row> = sqlx::query_as(
-            "SELECT id, tool_call_id, owner, server, tool, message, mode, schema, url, status, content, expires_at FROM tool_inputs \
+            "SELECT id, tool_call_id, owner, server, tool, message, mode, schema, url, connect, status, content, expires_at FROM tool_inputs \
              WHERE message_id = $1 AND owner = $2 AND status = 'pending' AND expires_at > $3 \
              AND event_seq <= $4 ORDER BY event_seq",
         )
@@ -202,6 +204,10 @@ impl ToolInputs {
                 tool: row.tool,
                 message: row.message,
                 url: row.url,
+                connect: row
+                    .connect
+                    .as_deref()
+                    .and_then(|c| serde_json::from_str(c).ok()),
                 expires_at: row.expires_at,
             })
             .collect())
@@ -241,8 +247,8 @@ impl Inputs for ToolInputs {
         let expires_at = canonical(chrono::Utc::now() + self.timeout);
         sqlx::query(
             "INSERT INTO tool_inputs (id, tool_call_id, message_id, owner, server, tool, message, mode, \
-             schema, url, status, created_at, expires_at) \
-             VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, 'pending', $11, $12)",
+             schema, url, connect, status, created_at, expires_at) \
+             VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, 'pending', $12, $13)",
         )
         .bind(request.id)
         .bind(request.call)
@@ -254,6 +260,11 @@ impl Inputs for ToolInputs {
         .bind(request.mode.as_str())
         .bind(request.schema.map(Value::to_string))
         .bind(request.url)
+        .bind(
+            request
+                .connect
+                .map(|card| serde_json::to_string(card).unwrap_or_default()),
+        )
         .bind(canonical_now())
         .bind(&expires_at)
         .execute(self.db.pool())

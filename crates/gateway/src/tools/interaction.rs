@@ -12,7 +12,7 @@ use rmcp::model::{ElicitRequestParams, ElicitResult, ElicitationAction, JsonObje
 use serde_json::Value;
 use tokio::sync::{mpsc, oneshot};
 
-use maitred_protocol::events::InputAction;
+use maitred_protocol::events::{ConnectCard, InputAction};
 
 /// Progress as the server reported it.
 #[derive(Debug, Clone, PartialEq)]
@@ -30,6 +30,8 @@ pub struct Progress {
 pub struct InputAsk {
     pub message: String,
     pub kind: AskKind,
+    /// Set when the gateway asks the person to connect their account (not the server).
+    pub connect: Option<ConnectCard>,
 }
 
 #[derive(Debug, Clone, PartialEq)]
@@ -155,6 +157,7 @@ impl CallLink {
                 kind: AskKind::Form {
                     schema: serde_json::to_value(&requested_schema).unwrap_or(Value::Null),
                 },
+                connect: None,
             },
             ElicitRequestParams::UrlElicitationParams { message, url, .. } => {
                 if !self.url_allowed(&url) {
@@ -164,10 +167,37 @@ impl CallLink {
                 InputAsk {
                     message,
                     kind: AskKind::Url { url },
+                    connect: None,
                 }
             }
             _ => return InputReply::only(InputAction::Decline),
         };
+        self.put(asked).await
+    }
+
+    /// Asks the person to connect their account at a server: a URL card the gateway
+    /// itself shows, which the sign-in's return settles. `cancel` when the page may
+    /// not be shown (not https) or the call has ended.
+    pub(crate) async fn ask_to_connect(
+        &self,
+        message: String,
+        url: String,
+        card: ConnectCard,
+    ) -> InputReply {
+        if !self.url_allowed(&url) {
+            tracing::warn!(%url, "a sign-in page that is not https; not shown");
+            return InputReply::only(InputAction::Cancel);
+        }
+        self.put(InputAsk {
+            message,
+            kind: AskKind::Url { url },
+            connect: Some(card),
+        })
+        .await
+    }
+
+    /// Shows `asked` and waits for the answer.
+    async fn put(&self, asked: InputAsk) -> InputReply {
         let (reply, answer) = oneshot::channel();
         self.pause();
         let sent = self.events.send(CallEvent::Input { asked, reply }).await;

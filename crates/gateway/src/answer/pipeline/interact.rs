@@ -126,6 +126,7 @@ async fn ask(
         mode,
         schema,
         url,
+        connect: asked.connect.as_ref(),
     };
     let expires_at = inputs.open(&request).await?;
     let seq = answer
@@ -139,6 +140,7 @@ async fn ask(
             mode,
             schema: schema.cloned(),
             url: url.map(str::to_owned),
+            connect: asked.connect.clone(),
             expires_at,
         })
         .await?;
