@@ -1,5 +1,17 @@
 import type { Task, TaskList } from "./tasks";
-import type { AuthStatus, Conversation, ConversationSummary, ErrorBody, InputAction } from "./types";
+import type {
+  Account,
+  AccountList,
+  AdminAccount,
+  AdminAccountList,
+  AuthStatus,
+  ConnectStart,
+  Conversation,
+  ConversationSummary,
+  Disconnected,
+  ErrorBody,
+  InputAction,
+} from "./types";
 
 /** An answer from the gateway that was not a success, with what the UI needs to react. */
 export class HttpError extends Error {
@@ -136,6 +148,29 @@ export class Api {
     if (action === "accept" && content !== undefined) body.content = content;
     const response = await this.write("POST", `/api/v1/resos/chat/tasks/${encodeURIComponent(taskId)}/input`, body);
     return (await response.json()) as Task;
+  }
+
+  /** Every MCP server that needs the person's own sign-in, connected or not. */
+  async accounts(signal?: AbortSignal): Promise<Account[]> {
+    const list = await this.json<AccountList>("/api/v1/resos/accounts", { signal });
+    return Array.isArray(list.accounts) ? list.accounts : [];
+  }
+
+  /** Starts a sign-in at the server: its page is for the person to open. */
+  async connectAccount(server: string): Promise<ConnectStart> {
+    const response = await this.write("POST", `/api/v1/resos/accounts/${encodeURIComponent(server)}/connect`, {});
+    return (await response.json()) as ConnectStart;
+  }
+
+  async disconnectAccount(server: string): Promise<Disconnected> {
+    const response = await this.write("DELETE", `/api/v1/resos/accounts/${encodeURIComponent(server)}`);
+    return (await response.json()) as Disconnected;
+  }
+
+  /** Everyone's connections; a 403 for anyone but an admin. */
+  async adminAccounts(signal?: AbortSignal): Promise<AdminAccount[]> {
+    const list = await this.json<AdminAccountList>("/api/v1/resos/admin/accounts", { signal });
+    return Array.isArray(list.accounts) ? list.accounts : [];
   }
 
   async logout(): Promise<void> {

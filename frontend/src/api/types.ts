@@ -16,11 +16,21 @@ export type AuthStatus =
 // A `ChatEvent` is one SSE frame: `type` is its `event:` name, `data` its parsed `data:`.
 export { CHAT_EVENT_NAMES } from "./generated";
 export type {
+  Account,
+  AccountList,
+  AccountStatus,
+  AdminAccount,
+  AdminAccountList,
   ApprovalRequiredEvent,
   BudgetEvent,
   ChatEvent,
+  ClientKind,
+  ConnectCard,
+  ConnectReason,
+  ConnectStart,
   Conversation,
   ConversationSummary,
+  Disconnected,
   DoneEvent,
   ErrorEvent,
   FinishReason,

@@ -5,6 +5,7 @@ import { taskIdOf } from "../api/tasks";
 import type {
   BudgetEvent,
   ChatEvent,
+  ConnectCard,
   Conversation,
   ErrorEvent,
   FinishReason,
@@ -32,6 +33,8 @@ export interface InputRequest {
   message: string;
   schema?: unknown;
   url?: string;
+  /** A sign-in the gateway asks for (a "Connect <server>" card): it settles by itself. */
+  connect?: ConnectCard;
   expiresAt: string;
   /** `closed`: answered (here or in another tab), expired, or gone with its tool call. */
   state: "open" | "sending" | "closed";
@@ -154,6 +157,7 @@ function inputRequired(answer: Answer, event: Extract<ChatEvent, { type: "input_
   };
   if (event.schema !== undefined && event.schema !== null) input.schema = event.schema;
   if (typeof event.url === "string") input.url = event.url;
+  if (event.connect) input.connect = event.connect;
   if (resolved) input.outcome = resolved;
   const existing = answer.tools.find((t) => t.id === event.tool_call_id);
   if (!existing) {

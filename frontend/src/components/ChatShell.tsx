@@ -1,6 +1,8 @@
 import { useCallback, useEffect, useMemo, useRef, useState, type ReactElement } from "react";
 import { Api, HttpError } from "../api/http";
 import { OFFLINE_MODEL, type ConversationSummary, type User } from "../api/types";
+import { connectTitle } from "../chat/accounts";
+import type { ToolView } from "../chat/answer";
 import { describeBudget, latestBudget } from "../chat/budget";
 import { followUpsToShow, shownMessageIds } from "../chat/tasks";
 import { useChat } from "../chat/useChat";
@@ -9,6 +11,7 @@ import { conversationPath, useRoute } from "../hooks/useRoute";
 import { useTasks } from "../hooks/useTasks";
 import type { Theme } from "../hooks/useTheme";
 import { Composer } from "./Composer";
+import { ConnectedAccounts } from "./ConnectedAccounts";
 import { ErrorBanner } from "./ErrorBanner";
 import { MenuIcon } from "./icons";
 import { LiveAnnouncer } from "./LiveAnnouncer";
@@ -18,6 +21,13 @@ import { TasksPanel } from "./TasksPanel";
 import { ThemeToggle } from "./ThemeToggle";
 import { Transcript } from "./Transcript";
 import { UserMenu } from "./UserMenu";
+
+/** What the announcer reads when a tool starts waiting for the person. */
+function askingNotice(tool: ToolView | undefined): string {
+  const input = tool?.input;
+  if (!tool || !input) return "";
+  return input.connect ? `${connectTitle(input.connect)}: ${input.message}` : `${tool.title} needs your input: ${input.message}`;
+}
 
 export function ChatShell({
   theme: { theme, toggle },
@@ -156,6 +166,7 @@ export function ChatShell({
           {answerModel ?? model}
         </span>
         <span className="topbar-spacer" />
+        <ConnectedAccounts api={api} />
         <ThemeToggle theme={theme} onToggle={toggle} />
         <UserMenu user={user} onSignOut={signOut} />
       </header>
@@ -203,7 +214,7 @@ export function ChatShell({
         text={live?.kind === "assistant" ? live.answer.text : ""}
         streaming={live?.kind === "assistant" ? live.answer.streaming : false}
         noticeKey={asking?.input?.id ?? null}
-        notice={asking?.input ? `${asking.title} needs your input: ${asking.input.message}` : ""}
+        notice={askingNotice(asking)}
       />
     </div>
   );

@@ -2,27 +2,46 @@ import { useEffect, useRef, type ReactElement } from "react";
 import type { InputAction } from "../api/types";
 import type { InputRequest } from "../chat/answer";
 import { formatMinutesSeconds, useSecondsLeft } from "../hooks/useSecondsLeft";
+import { ConnectAccountCard } from "./ConnectAccountCard";
 import { InputForm } from "./InputForm";
 import { InputLink } from "./InputLink";
 
 const FOCUSABLE = "input:not([disabled]), select:not([disabled]), button:not([disabled])";
 
-/**
- * A tool asks the person something mid-call: its message, the time left to answer, and
- * a form (or a link to visit). The message is the MCP server's text, shown as text.
- */
-export function InputCard({
-  title,
-  input,
-  onAnswer,
-  takeFocus = true,
-}: {
+interface InputCardProps {
   title: string;
   input: InputRequest;
   onAnswer: (action: InputAction, content?: Record<string, unknown>) => void;
   /** Off where the request comes unasked-for beside the chat (a background task's): the person may be typing. */
   takeFocus?: boolean;
-}): ReactElement {
+}
+
+/** A tool's request for input; the gateway's own request to connect an account has a card of its own. */
+export function InputCard(props: InputCardProps): ReactElement {
+  const { input, onAnswer, takeFocus } = props;
+  if (input.mode === "url" && input.connect) {
+    return (
+      <ConnectAccountCard
+        card={input.connect}
+        input={input}
+        takeFocus={takeFocus}
+        onAnswer={(action) => onAnswer(action)}
+      />
+    );
+  }
+  return <RequestCard {...props} />;
+}
+
+/**
+ * A tool asks the person something mid-call: its message, the time left to answer, and
+ * a form (or a link to visit). The message is the MCP server's text, shown as text.
+ */
+function RequestCard({
+  title,
+  input,
+  onAnswer,
+  takeFocus = true,
+}: InputCardProps): ReactElement {
   const card = useRef<HTMLElement>(null);
   const left = useSecondsLeft(input.expiresAt);
   const expired = left === 0;

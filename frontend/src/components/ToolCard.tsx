@@ -1,5 +1,6 @@
 import { useEffect, useId, useState, type ReactElement } from "react";
 import type { InputAction } from "../api/types";
+import { connectOutcome } from "../chat/accounts";
 import type { InputRequest, ToolStatus, ToolView } from "../chat/answer";
 import { ApprovalCard } from "./ApprovalCard";
 import { formatArguments, formatDuration } from "./format";
@@ -36,6 +37,7 @@ function StatusIcon({ status }: { status: ToolStatus }): ReactElement {
 /** What became of a request for input, once it no longer waits (none: the call ended first). */
 function inputOutcome(input: InputRequest): string | null {
   if (input.problem) return input.problem;
+  if (input.connect && input.outcome) return connectOutcome(input.connect, input.outcome);
   switch (input.outcome) {
     case "accept":
       return input.mode === "url" ? "You opened the link and said you were done." : "You sent the details asked for.";
