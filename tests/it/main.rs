@@ -24,6 +24,7 @@ mod budgets;
 mod budgets_replicas;
 mod chaos;
 mod chat;
+mod connected_accounts;
 mod crash;
 mod delegation;
 mod dialects;

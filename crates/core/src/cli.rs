@@ -417,6 +417,18 @@ pub struct GatewayArgs {
     #[arg(long, env = "MAITRED_TASK_GIVE_UP", default_value_t = Span(defaults::TASK_GIVE_UP))]
     pub task_give_up: Span,
 
+    /// The keys that seal people's tokens for connected accounts (AEAD, XChaCha20-Poly1305):
+    /// `id:base64-of-32-bytes`, comma-separated, the first sealing and all of them
+    /// opening (rotation: put the new key first, keep the old until resealed; see
+    /// docs/connected-accounts.md). Dev mode generates one in the data dir.
+    #[arg(long, env = "MAITRED_ACCOUNT_KEYS", hide_env_values = true)]
+    pub account_keys: Option<String>,
+
+    /// How long a sign-in at a connected account's server may take, from the card
+    /// or the panel to its return.
+    #[arg(long, env = "MAITRED_CONNECT_TIMEOUT", default_value_t = Span(defaults::CONNECT_TIMEOUT))]
+    pub connect_timeout: Span,
+
     /// Serve the web UI from this folder (a `frontend/dist` build) instead of the
     /// copy embedded in the binary at compile time.
     #[arg(long, env = "MAITRED_UI_DIR")]

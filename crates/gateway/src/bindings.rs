@@ -13,9 +13,9 @@ use super::background::view::{TaskInput, TaskList, TaskView};
 use super::chat::store::ConversationSummary;
 use super::chat::views::{ConversationView, PartView, ToolCallView};
 use maitred_protocol::events::{
-    ApprovalRequiredEvent, BudgetEvent, ChatEvent, ConnectCard, ConnectReason, DoneEvent, ErrorEvent, Finish, InputAction,
-    InputMode, InputRequiredEvent, InputResolvedEvent, MetaEvent, ResumedEvent, TokenEvent,
-    ToolCallEvent, ToolProgressEvent, ToolResultEvent, UsageEvent,
+    ApprovalRequiredEvent, BudgetEvent, ChatEvent, ConnectCard, ConnectReason, DoneEvent,
+    ErrorEvent, Finish, InputAction, InputMode, InputRequiredEvent, InputResolvedEvent, MetaEvent,
+    ResumedEvent, TokenEvent, ToolCallEvent, ToolProgressEvent, ToolResultEvent, UsageEvent,
 };
 use maitred_protocol::ids::{
     CallStatus, ConversationId, InputId, MessageId, MessageStatus, PartId, Role, TaskId,

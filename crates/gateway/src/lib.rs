@@ -25,7 +25,7 @@ use std::sync::Arc;
 use anyhow::Context;
 use axum::Router;
 use axum::extract::{DefaultBodyLimit, FromRef};
-use axum::routing::{get, post, put};
+use axum::routing::{delete, get, post, put};
 use secrecy::SecretString;
 use tokio_util::sync::CancellationToken;
 use tokio_util::task::TaskTracker;
@@ -34,6 +34,7 @@ use tower_http::csrf::CsrfLayer;
 pub use auth::ChatUser;
 pub use error::GatewayError;
 
+use accounts::{AccountSettings, Accounts};
 use answer::Answerer;
 use chat::approvals::Approvals;
 use chat::inputs::ToolInputs;
@@ -52,12 +53,16 @@ use maitred_llm::ChatModel;
 use maitred_llm::router::ModelRouter;
 use metrics::GatewayMetrics;
 use session::Sessions;
-use tools::ToolHub;
 use tools::policy::ToolPolicy;
+use tools::{HubWiring, ToolHub};
 
 #[derive(Clone)]
 pub struct GatewayState {
     pub answerer: Arc<Answerer>,
+    /// The MCP servers and their tools (the answerer's, as a port).
+    pub hub: Arc<ToolHub>,
+    /// People's own sign-ins at the servers that want them.
+    pub accounts: Arc<Accounts>,
     pub store: Store,
     pub approvals: Arc<Approvals>,
     pub inputs: Arc<ToolInputs>,
@@ -147,6 +152,7 @@ pub fn own_mcp_server(settings: &Settings, secret: SecretString) -> ServerConfig
         trust_annotations: true,
         read_only_tools: Vec::new(),
         require_approval: Vec::new(),
+        description: None,
     }
 }
 
@@ -200,14 +206,47 @@ pub async fn router(
         VerifierConfig::new(settings.issuer_location(), settings.gateway_resource()),
     ));
     let file = &settings.gateway.file;
+    let servers = servers(settings)?;
+    let dev = settings.mode == Mode::Dev;
+    let accounts = Accounts::new(
+        db.clone(),
+        &servers,
+        AccountSettings {
+            http: http.clone(),
+            public_url: &settings.gateway.endpoint.public_url,
+            keys: Accounts::key_ring(
+                &servers,
+                settings.gateway.account_keys.as_ref(),
+                dev.then_some(settings.data_dir.as_path()),
+            )?,
+            connect_timeout: settings.gateway.connect_timeout,
+            loopback_http: dev,
+        },
+    );
+    // After a key rotation, what older keys sealed is sealed again under the new one.
+    tasks.spawn({
+        let accounts = accounts.clone();
+        async move {
+            match accounts.reseal().await {
+                Ok(0) => {}
+                Ok(count) => {
+                    tracing::info!(count, "sealed connected accounts again under the first key")
+                }
+                Err(error) => tracing::warn!(%error, "could not seal connected accounts again"),
+            }
+        }
+    });
     let hub = ToolHub::new(
-        servers(settings)?,
-        streaming.clone(),
-        &settings.issuer_location(),
-        &file.resilience,
-        gateway_metrics.token_requests.clone(),
-        tasks.clone(),
-        settings.mode == maitred_core::settings::Mode::Dev,
+        servers,
+        HubWiring {
+            http: streaming.clone(),
+            issuer: &settings.issuer_location(),
+            resilience: &file.resilience,
+            token_requests: gateway_metrics.token_requests.clone(),
+            tasks: tasks.clone(),
+            loopback_http: dev,
+            accounts: accounts.clone(),
+        },
     )?;
     GatewayMetrics::watch_breakers(&metrics, hub.clone());
     // Discover the tools now rather than on the first question; a server not up yet
@@ -292,7 +331,7 @@ pub async fn router(
     let answerer = Arc::new(Answerer {
         models: ModelRouter::new(models, file.resilience.clone(), live.models()),
         policy: ToolPolicy::new(file.policy.clone()),
-        tools: hub,
+        tools: hub.clone(),
         approvals: approvals.clone(),
         inputs: inputs.clone(),
         background: background.clone(),
@@ -370,6 +409,8 @@ pub async fn router(
     });
     let state = GatewayState {
         answerer,
+        hub,
+        accounts,
         store,
         approvals,
         inputs,
@@ -437,6 +478,27 @@ pub async fn router(
             put(budgets::routes::put)
                 .get(budgets::routes::get_one)
                 .delete(budgets::routes::delete),
+        )
+        .route(
+            &format!("{API_PREFIX}/accounts"),
+            get(accounts::routes::list),
+        )
+        .route(
+            &format!("{API_PREFIX}/accounts/{{server}}/connect"),
+            post(accounts::routes::connect),
+        )
+        .route(
+            &format!("{API_PREFIX}/accounts/{{server}}"),
+            delete(accounts::routes::disconnect),
+        )
+        .route(
+            &format!("{API_PREFIX}/admin/accounts"),
+            get(accounts::routes::admin_list),
+        )
+        .route(accounts::CALLBACK_PATH, get(accounts::routes::callback))
+        .route(
+            accounts::METADATA_DOCUMENT_PATH,
+            get(accounts::routes::metadata_document),
         )
         .merge(login::routes())
         .merge(openai_api::routes())

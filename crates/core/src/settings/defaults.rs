@@ -47,6 +47,7 @@ pub const TOOL_OUTPUT_CAP: usize = 16 * 1024;
 pub const APPROVAL_TIMEOUT: Duration = Duration::from_secs(300);
 /// As long as an approval: both wait for the same person.
 pub const INPUT_TIMEOUT: Duration = Duration::from_secs(300);
+pub const CONNECT_TIMEOUT: Duration = Duration::from_secs(600);
 pub const QUESTION_LIMIT: usize = 4000;
 pub const CONTEXT_BUDGET: usize = 24_000;
 pub const STREAM_GRACE: Duration = Duration::from_secs(30);

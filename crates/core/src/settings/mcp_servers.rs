@@ -18,6 +18,21 @@
 //! resource = "https://mcp.example.com/mcp"
 //! issuer = "https://id.example.com"    # or token_url = "…/oauth2/token"
 //! ```
+//!
+//! A server that runs its own authorization server and wants each person's own
+//! sign-in (docs/connected-accounts.md):
+//!
+//! ```toml
+//! [[mcp_servers]]
+//! name = "notes"
+//! url = "https://notes.example.com/mcp"
+//! description = "The person's notes"   # what the model knows of it before they connect
+//! [mcp_servers.auth]
+//! type = "user_oauth"
+//! scopes = ["notes:read"]              # default: what the server's challenge or metadata asks
+//! registration = "auto"                # or "metadata_document", "dynamic", "preregistered"
+//! client_id = "…"                      # with "preregistered" (and client_secret_env if confidential)
+//! ```
 
 use std::time::Duration;
 
@@ -57,6 +72,10 @@ pub struct ServerConfig {
     /// or not.
     #[serde(default)]
     pub require_approval: Vec<String>,
+    /// What the server is for, told to the model while a person has not connected
+    /// their account to it (its tools are hidden until then).
+    #[serde(default)]
+    pub description: Option<String>,
 }
 
 #[derive(Debug, Clone, Default, Deserialize)]
@@ -75,6 +94,39 @@ pub enum AuthConfig {
     /// gateway: calls reach the server as the person. The gateway's own token is
     /// used for what no person asks for (initialize, tools/list).
     TokenExchange(ClientAuth),
+    /// Each person signs in at the server's own authorization server (OAuth 2
+    /// authorization code with PKCE, the MCP authorization spec); calls carry their
+    /// token, and the server's tools are listed for each person with theirs.
+    UserOauth(UserOAuth),
+}
+
+/// How the gateway signs people in at a `user_oauth` server.
+#[derive(Debug, Clone, Default, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct UserOAuth {
+    /// Asked for at the first sign-in; none: what the server's challenge or
+    /// protected-resource metadata names.
+    #[serde(default)]
+    pub scopes: Vec<String>,
+    #[serde(default)]
+    pub registration: Registration,
+    /// A client the operator registered at the authorization server.
+    pub client_id: Option<String>,
+    pub client_secret: Option<SecretString>,
+    pub client_secret_env: Option<String>,
+}
+
+/// How the gateway is known to a server's authorization server.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Registration {
+    /// A configured client first, then the gateway's client metadata document where
+    /// the authorization server accepts one, else dynamic registration.
+    #[default]
+    Auto,
+    MetadataDocument,
+    Dynamic,
+    Preregistered,
 }
 
 /// The gateway's client at the server's issuer.
@@ -128,6 +180,15 @@ impl ServerConfig {
             );
         }
         url::Url::parse(&self.url).with_context(|| format!("MCP server {}: url", self.name))?;
+        if let AuthConfig::UserOauth(auth) = &self.auth
+            && auth.registration == Registration::Preregistered
+            && auth.client_id.is_none()
+        {
+            bail!(
+                "MCP server {}: registration = \"preregistered\" needs its client_id",
+                self.name
+            );
+        }
         if self.timeout.is_zero() || self.timeout > Duration::from_secs(600) {
             bail!(
                 "MCP server {}: timeout_secs must be between 0 and 600",

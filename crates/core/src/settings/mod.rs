@@ -178,6 +178,10 @@ pub struct GatewaySettings {
     pub tasks_per_server: usize,
     /// How long a background task may run before it is given up.
     pub task_give_up: Duration,
+    /// `MAITRED_ACCOUNT_KEYS`: the keys sealing connected accounts' tokens.
+    pub account_keys: Option<SecretString>,
+    /// How long a sign-in at a connected account's server may take.
+    pub connect_timeout: Duration,
 }
 
 /// The Redis (or Valkey) gateway replicas share their running answers through.
@@ -260,6 +264,8 @@ impl GatewaySettings {
             tasks_per_person: defaults::TASKS_PER_PERSON,
             tasks_per_server: defaults::TASKS_PER_SERVER,
             task_give_up: defaults::TASK_GIVE_UP,
+            account_keys: None,
+            connect_timeout: defaults::CONNECT_TIMEOUT,
         }
     }
 }

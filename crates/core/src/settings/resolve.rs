@@ -231,6 +231,13 @@ fn gateway_from(defaults: GatewaySettings, args: &GatewayArgs) -> anyhow::Result
             Duration::from_secs(1),
             Duration::from_secs(7 * 24 * 3600),
         )?,
+        account_keys: secret(args.account_keys.as_deref()),
+        connect_timeout: within(
+            args.connect_timeout.into(),
+            "MAITRED_CONNECT_TIMEOUT",
+            Duration::from_secs(1),
+            Duration::from_secs(3600),
+        )?,
         mcp_url: optional_url(args.gateway_mcp_url.as_deref())?,
         mcp_client_secret: secret(args.gateway_client_secret.as_deref()),
         max_iterations: args.max_iterations,

@@ -59,15 +59,6 @@ impl ClientKind {
             Self::Preregistered => "preregistered",
         }
     }
-
-    pub(crate) fn parse(text: &str) -> Option<Self> {
-        match text {
-            "metadata_document" => Some(Self::MetadataDocument),
-            "dynamic" => Some(Self::Dynamic),
-            "preregistered" => Some(Self::Preregistered),
-            _ => None,
-        }
-    }
 }
 
 /// `POST /api/v1/resos/accounts/{server}/connect`: where the person signs in.

@@ -127,17 +127,25 @@ impl Answerer {
         self.finish(answer, &run, outcome).await;
     }
 
-    async fn turns(&self, answer: &Answer<'_>, run: &mut Run) -> Result<Finish, Stop> {
-        let catalogue = if answer.asking == Asking::Task {
+    /// The tools offered for `answer` now: none to a task's follow-up. Asked again
+    /// each turn, since a person who connects an account mid-answer gets its tools.
+    async fn catalogue(&self, answer: &Answer<'_>) -> Arc<Catalogue> {
+        if answer.asking == Asking::Task {
             Arc::new(Catalogue::default())
         } else {
-            self.tools.catalogue().await
-        };
-        let offered = self.offered(&catalogue, &answer.user.roles);
+            self.tools
+                .catalogue(Some(answer.user.subject.as_str()))
+                .await
+        }
+    }
+
+    async fn turns(&self, answer: &Answer<'_>, run: &mut Run) -> Result<Finish, Stop> {
         let mut budget = self.limits.tool_calls_per_question;
         let mut repeats = repeats::Repeats::default();
         let mut answer_now = false;
         for turn in 0..self.limits.max_iterations {
+            let catalogue = self.catalogue(answer).await;
+            let offered = self.offered(&catalogue, &answer.user.roles);
             let reply = if answer_now {
                 let messages = repeats::answer_from_results(&run.messages);
                 self.model_turn(answer, &messages, &offered, true, turn)

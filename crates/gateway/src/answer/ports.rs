@@ -10,9 +10,9 @@ use serde_json::Value;
 use tokio_util::sync::CancellationToken;
 
 use crate::auth::ChatUser;
-use maitred_protocol::events::ConnectCard;
 use crate::tools::{CallContext, CallOutcome, Catalogue, InputReply, RegisteredTool, StartedTask};
 use maitred_llm::{Message, ToolCall, Usage};
+use maitred_protocol::events::ConnectCard;
 use maitred_protocol::events::{ChatEvent, InputMode};
 use maitred_protocol::ids::{
     CallStatus, ConversationId, InputId, MessageId, MessageStatus, PartId, Subject, TaskId,
@@ -110,7 +110,9 @@ pub trait AnswerStore: Send + Sync {
 /// The tools of every configured MCP server.
 #[async_trait]
 pub trait Tools: Send + Sync {
-    async fn catalogue(&self) -> Arc<Catalogue>;
+    /// The tools offered to `owner` (everyone's, and their own at servers where each
+    /// person signs in).
+    async fn catalogue(&self, owner: Option<&str>) -> Arc<Catalogue>;
     async fn call(
         &self,
         tool: &RegisteredTool,

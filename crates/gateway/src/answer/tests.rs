@@ -269,7 +269,7 @@ impl FakeTools {
 
 #[async_trait]
 impl Tools for FakeTools {
-    async fn catalogue(&self) -> Arc<Catalogue> {
+    async fn catalogue(&self, _owner: Option<&str>) -> Arc<Catalogue> {
         self.catalogue.clone()
     }
 

@@ -21,7 +21,7 @@ impl Answerer {
         }
         let started = tokio::time::Instant::now();
         let catalogue = loop {
-            let catalogue = self.tools.catalogue().await;
+            let catalogue = self.tools.catalogue(None).await;
             if !catalogue.tools.is_empty() || started.elapsed() >= TOOLS_WAIT {
                 break catalogue;
             }

@@ -174,6 +174,34 @@ impl ToolInputs {
         Ok(())
     }
 
+    /// The "Connect <server>" card of tool call `call` is settled by the sign-in
+    /// coming back (on whichever replica the browser reached): the call is woken.
+    pub async fn settle_connect(
+        &self,
+        call: &str,
+        owner: &Subject,
+        action: InputAction,
+    ) -> Result<(), sqlx::Error> {
+        let open: Vec<(InputId,)> = sqlx::query_as(
+            "SELECT id FROM tool_inputs WHERE tool_call_id = $1 AND owner = $2 \
+             AND status = 'pending' AND connect IS NOT NULL",
+        )
+        .bind(call)
+        .bind(owner)
+        .fetch_all(self.db.pool())
+        .await?;
+        for (id,) in open {
+            if self
+                .settle(&id, answer_status(action), Some(owner), None)
+                .await?
+                && let Err(error) = self.live.wake(id.as_str()).await
+            {
+                tracing::warn!(%error, "could not wake the call waiting for a sign-in; it notices within its poll");
+            }
+        }
+        Ok(())
+    }
+
     /// `owner`'s requests in answer `message` that are still open and were shown at
     /// or before `seen`: a viewer coming back after them sees them again.
     pub async fn still_open(

@@ -15,7 +15,7 @@ use sha2::{Digest, Sha256};
 use tracing::Instrument;
 
 use super::catalogue::RegisteredTool;
-use super::connection::Server;
+use super::connection::{Line, Server};
 use super::error::HubError;
 use super::hub::ToolHub;
 use super::input_rounds::Answered;
@@ -141,11 +141,17 @@ impl ToolHub {
         arguments: JsonObject,
         context: CallContext<'_>,
     ) -> Result<Answered, HubError> {
-        let (connection, routes) = server.connection_and_routes().await?;
         let link = context
             .link
             .clone()
             .allowing_loopback_http(self.loopback_http);
+        let params = call_params(tool, arguments, &context);
+        if self.accounts.is_user_oauth(&server.config.name) {
+            return self
+                .call_as_person(server, tool, params, &context, &link)
+                .await;
+        }
+        let (connection, routes) = server.connection_and_routes().await?;
         // A server that takes delegated tokens is called as the person, never as the
         // gateway in their stead.
         let _acting = match (server.http.delegates(), context.person) {
@@ -173,28 +179,55 @@ impl ToolHub {
                 });
             }
         };
-        let mut meta = RequestMetaObject::default();
-        meta.insert(meta::END_USER.to_owned(), Value::from(context.end_user));
-        meta.insert(
-            meta::TOOL_CALL.to_owned(),
-            Value::from(context.tool_call_id),
-        );
-        if let Some(key) = context.idempotency_key {
-            meta.insert(meta::IDEMPOTENCY_KEY.to_owned(), Value::from(key));
-        }
-        // One question is one trace: the MCP server continues it (SEP-414), from
-        // the client span when traces are exported.
+        // One question is one trace: the MCP server continues it (SEP-414).
         let span = super::spans::tools_call(&tool.server, &tool.tool, &connection);
-        match maitred_core::otel::trace_of(&span) {
-            Some(client) => meta.set_traceparent(client.header_value()),
-            None => meta.set_traceparent(context.traceparent),
-        }
-        let mut params = CallToolRequestParams::new(tool.tool.clone()).with_arguments(arguments);
-        params.meta = Some(meta);
-        self.until_answered(server, tool, &connection, &routes, &link, params)
+        let params = with_trace(params, &span, context.traceparent);
+        let line = Line {
+            server,
+            session: &server.session,
+            connection: &connection,
+            routes: &routes,
+        };
+        self.until_answered(line, tool, &link, params)
             .instrument(span)
             .await
     }
+}
+
+/// The request of a call: its arguments, and in `_meta` who it is for, the call's
+/// id and its idempotency key.
+fn call_params(
+    tool: &RegisteredTool,
+    arguments: JsonObject,
+    context: &CallContext<'_>,
+) -> CallToolRequestParams {
+    let mut meta = RequestMetaObject::default();
+    meta.insert(meta::END_USER.to_owned(), Value::from(context.end_user));
+    meta.insert(
+        meta::TOOL_CALL.to_owned(),
+        Value::from(context.tool_call_id),
+    );
+    if let Some(key) = context.idempotency_key {
+        meta.insert(meta::IDEMPOTENCY_KEY.to_owned(), Value::from(key));
+    }
+    let mut params = CallToolRequestParams::new(tool.tool.clone()).with_arguments(arguments);
+    params.meta = Some(meta);
+    params
+}
+
+/// The call's trace in its `_meta`: the client span's when traces are exported,
+/// else the question's.
+pub(super) fn with_trace(
+    mut params: CallToolRequestParams,
+    span: &tracing::Span,
+    traceparent: &str,
+) -> CallToolRequestParams {
+    let meta = params.meta.get_or_insert_with(RequestMetaObject::default);
+    match maitred_core::otel::trace_of(span) {
+        Some(client) => meta.set_traceparent(client.header_value()),
+        None => meta.set_traceparent(traceparent),
+    }
+    params
 }
 
 /// What a call's result is for the model.

@@ -10,7 +10,8 @@ use maitred_llm::schema;
 use rmcp::model::Tool;
 use serde_json::Value;
 
-use super::error::HubError;
+/// The stand-in tool's name: `<server>__connect`.
+pub(super) const CONNECT_TOOL: &str = "connect";
 
 /// A tool as the gateway knows it.
 pub struct RegisteredTool {
@@ -25,8 +26,12 @@ pub struct RegisteredTool {
     pub read_only: bool,
     /// Each call waits for the person's approval.
     pub needs_approval: bool,
-    /// Calls reach the server as the person (a token exchanged for theirs).
+    /// Calls reach the server as the person (a token exchanged for theirs, or their
+    /// own sign-in at it).
     pub as_person: bool,
+    /// The stand-in for a server whose tools a person sees only once they have
+    /// connected their account: calling it asks them to connect.
+    pub connect: bool,
     validator: Option<jsonschema::Validator>,
 }
 
@@ -75,8 +80,44 @@ impl RegisteredTool {
             read_only,
             needs_approval,
             as_person,
+            connect: false,
             validator,
         })
+    }
+
+    /// The tool that stands for a server the person has not connected: the model
+    /// learns the server exists and what it is for, and calling it brings the
+    /// person the "Connect <server>" card.
+    pub(super) fn connect(server: &ServerConfig) -> Self {
+        let exposed = schema::exposed_name(&server.name, CONNECT_TOOL);
+        let about = server
+            .description
+            .as_deref()
+            .map(|d| format!(" It is for: {d}."))
+            .unwrap_or_default();
+        let title = format!("Connect {}", server.name);
+        let parameters = serde_json::json!({"type": "object", "properties": {}});
+        Self {
+            def: ToolDef {
+                name: exposed.clone(),
+                title: Some(title.clone()),
+                description: format!(
+                    "The MCP server {} needs the person to connect their own account before its tools can be used or even listed.{about} Call this when the question needs it: the person is asked to sign in, and once they have, the server's tools are available.",
+                    server.name
+                ),
+                parameters: parameters.clone(),
+                read_only: true,
+            },
+            exposed,
+            server: server.name.clone(),
+            tool: CONNECT_TOOL.to_owned(),
+            title,
+            read_only: true,
+            needs_approval: false,
+            as_person: true,
+            connect: true,
+            validator: jsonschema::validator_for(&parameters).ok(),
+        }
     }
 
     /// Checks arguments against the tool's input schema.
@@ -108,7 +149,7 @@ impl RegisteredTool {
 pub struct Catalogue {
     pub tools: Vec<Arc<RegisteredTool>>,
     /// Servers that could not be listed, and why.
-    pub unavailable: Vec<(String, HubError)>,
+    pub unavailable: Vec<(String, String)>,
 }
 
 impl Catalogue {
@@ -166,6 +207,7 @@ impl RegisteredTool {
             read_only,
             needs_approval: !read_only,
             as_person: false,
+            connect: false,
             validator: None,
         }
     }

@@ -1,7 +1,9 @@
 //! One configured MCP server as the hub keeps it, and its connection: made on first
 //! use and again once it has closed or failed, in the newest protocol revision the
-//! server speaks (2026-07-28, else 2025-11-25).
+//! server speaks (2026-07-28, else 2025-11-25). A server where each person signs in
+//! has a session per person besides.
 
+use std::collections::HashMap;
 use std::sync::Arc;
 use std::sync::atomic::AtomicBool;
 
@@ -14,6 +16,7 @@ use rmcp::{ClientLifecycleMode, ClientServiceExt};
 use tokio::sync::Mutex;
 
 use super::breaker::Breaker;
+use super::catalogue::RegisteredTool;
 use super::client_handler::{Handler, client_info};
 use super::error::HubError;
 use super::http::AuthedHttp;
@@ -25,9 +28,37 @@ pub(super) struct Server {
     pub(super) config: ServerConfig,
     pub(super) breaker: Breaker,
     pub(super) http: AuthedHttp,
-    connection: Mutex<Option<(Arc<Connection>, Arc<Routes>)>>,
+    /// The gateway's own connection (for everyone, or acting for the person a
+    /// delegated call names).
+    pub(super) session: Session,
     /// The server said its tool list changed since the catalogue last listed it.
     pub(super) stale: Arc<AtomicBool>,
+    /// A server where each person signs in binds its sessions to the person whose
+    /// token opened them: one connection per person (`people.rs`).
+    pub(super) people: std::sync::Mutex<HashMap<String, Arc<PersonSession>>>,
+}
+
+/// Where a call goes: its server, the session it uses there, and that session's
+/// connection and routing.
+#[derive(Clone, Copy)]
+pub(super) struct Line<'a> {
+    pub(super) server: &'a Server,
+    pub(super) session: &'a Session,
+    pub(super) connection: &'a Connection,
+    pub(super) routes: &'a Arc<Routes>,
+}
+
+/// One MCP session with the server, made on first use and again once it has closed.
+pub(super) struct Session {
+    pub(super) http: AuthedHttp,
+    slot: Mutex<Option<(Arc<Connection>, Arc<Routes>)>>,
+}
+
+/// A person's own session with a server where each person signs in, and the tools
+/// it listed for them.
+pub(super) struct PersonSession {
+    pub(super) session: Session,
+    pub(super) tools: Mutex<Option<(std::time::Instant, Vec<Arc<RegisteredTool>>)>>,
 }
 
 impl Server {
@@ -35,9 +66,10 @@ impl Server {
         Self {
             config,
             breaker,
+            session: Session::new(http.clone()),
             http,
-            connection: Mutex::new(None),
             stale: Arc::new(AtomicBool::new(false)),
+            people: std::sync::Mutex::default(),
         }
     }
 
@@ -48,7 +80,27 @@ impl Server {
     pub(super) async fn connection_and_routes(
         &self,
     ) -> Result<(Arc<Connection>, Arc<Routes>), HubError> {
-        let mut slot = self.connection.lock().await;
+        self.session.connection_and_routes(self).await
+    }
+
+    pub(super) async fn forget_connection(&self) {
+        self.session.forget().await;
+    }
+}
+
+impl Session {
+    pub(super) fn new(http: AuthedHttp) -> Self {
+        Self {
+            http,
+            slot: Mutex::new(None),
+        }
+    }
+
+    pub(super) async fn connection_and_routes(
+        &self,
+        server: &Server,
+    ) -> Result<(Arc<Connection>, Arc<Routes>), HubError> {
+        let mut slot = self.slot.lock().await;
         if let Some((connection, routes)) = slot.as_ref()
             && !connection.is_closed()
         {
@@ -59,7 +111,7 @@ impl Server {
             preferred_versions: vec![ProtocolVersion::V_2026_07_28],
             legacy_version: Some(ProtocolVersion::V_2025_11_25),
         };
-        let connection = match self.connect(&routes, auto).await {
+        let connection = match self.connect(server, &routes, auto).await {
             // A server that knows `server/discover` but speaks only 2025-11-25 says
             // so instead of not knowing it: it is greeted the 2025-11-25 way.
             Err(HubError::Initialise(refused))
@@ -69,7 +121,7 @@ impl Server {
                         if server_supported.contains(&ProtocolVersion::V_2025_11_25)
                 ) =>
             {
-                self.connect(&routes, ClientLifecycleMode::Initialize)
+                self.connect(server, &routes, ClientLifecycleMode::Initialize)
                     .await?
             }
             connected => connected?,
@@ -82,12 +134,13 @@ impl Server {
     /// One attempt to connect, within the server's timeout.
     async fn connect(
         &self,
+        server: &Server,
         routes: &Arc<Routes>,
         lifecycle: ClientLifecycleMode,
     ) -> Result<Connection, HubError> {
         let transport = StreamableHttpClientTransport::with_client(
             self.http.clone(),
-            StreamableHttpClientTransportConfig::with_uri(self.config.url.clone()),
+            StreamableHttpClientTransportConfig::with_uri(server.config.url.clone()),
         );
         let mut info = client_info();
         if lifecycle == ClientLifecycleMode::Initialize {
@@ -95,18 +148,18 @@ impl Server {
         }
         let handler = Handler {
             info,
-            stale: self.stale.clone(),
+            stale: server.stale.clone(),
             routes: routes.clone(),
-            server: self.config.name.clone(),
+            server: server.config.name.clone(),
         };
-        let timeout = self.config.timeout;
+        let timeout = server.config.timeout;
         tokio::time::timeout(timeout, handler.serve_with_lifecycle(transport, lifecycle))
             .await
             .map_err(|_| HubError::ConnectTimeout { timeout })?
             .map_err(|refused| HubError::Initialise(Box::new(refused)))
     }
 
-    pub(super) async fn forget_connection(&self) {
-        self.connection.lock().await.take();
+    pub(super) async fn forget(&self) {
+        self.slot.lock().await.take();
     }
 }

@@ -1,6 +1,9 @@
 //! Where the tokens for an MCP server come from, as its configuration says: none, a
 //! fixed one, the gateway's own (client credentials), or, for a server that acts for
-//! the person, the person's token exchanged for it (RFC 8693) besides the gateway's.
+//! the person, the person's token exchanged for it (RFC 8693) besides the gateway's;
+//! or, where each person signs in at the server, that person's own token.
+
+use std::sync::Arc;
 
 use maitred_core::delegation::{ExchangeClient, Exchanger};
 use maitred_core::issuer::Issuer;
@@ -11,6 +14,7 @@ use prometheus_client::metrics::family::Family;
 use secrecy::{ExposeSecret, SecretString};
 
 use super::error::HubError;
+use crate::accounts::Accounts;
 
 pub(super) enum Credentials {
     Anonymous,
@@ -20,6 +24,12 @@ pub(super) enum Credentials {
     Delegated {
         own: Box<TokenSource>,
         exchanger: Box<Exchanger>,
+    },
+    /// One person's own token at a server where each person signs in.
+    Account {
+        accounts: Arc<Accounts>,
+        owner: String,
+        server: String,
     },
 }
 
@@ -32,7 +42,9 @@ impl Credentials {
         token_requests: &Family<TokenFetchLabels, Counter>,
     ) -> anyhow::Result<Self> {
         Ok(match &config.auth {
-            AuthConfig::None => Self::Anonymous,
+            // The server's own session carries no token: a person's session does
+            // (`Credentials::Account`).
+            AuthConfig::None | AuthConfig::UserOauth(_) => Self::Anonymous,
             AuthConfig::Bearer { token, token_env } => Self::Static(secret(
                 token,
                 token_env,
@@ -78,6 +90,21 @@ impl Credentials {
                 .await
                 .map(Some)
                 .map_err(HubError::PersonToken),
+            (
+                Credentials::Account {
+                    accounts,
+                    owner,
+                    server,
+                },
+                _,
+            ) => accounts
+                .access_token(owner, server)
+                .await
+                .map(|token| Some(token.expose_secret().to_owned()))
+                .map_err(|error| HubError::Account {
+                    server: server.clone(),
+                    error,
+                }),
         }
     }
 
@@ -95,6 +122,18 @@ impl Credentials {
             (Credentials::Delegated { exchanger, .. }, Some(person)) => exchanger
                 .refresh(person.expose_secret(), rejected)
                 .await
+                .ok(),
+            (
+                Credentials::Account {
+                    accounts,
+                    owner,
+                    server,
+                },
+                _,
+            ) => accounts
+                .after_rejection(owner, server, rejected)
+                .await
+                .map(|token| token.expose_secret().to_owned())
                 .ok(),
             _ => None,
         }

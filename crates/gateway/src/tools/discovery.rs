@@ -7,7 +7,7 @@ use std::sync::atomic::Ordering;
 use std::time::{Duration, Instant};
 
 use super::catalogue::{Catalogue, RegisteredTool};
-use super::connection::Server;
+use super::connection::{Server, Session};
 use super::error::HubError;
 use super::hub::ToolHub;
 
@@ -17,7 +17,23 @@ const TTL: Duration = Duration::from_secs(300);
 const RETRY_AFTER_FAILURE: Duration = Duration::from_secs(5);
 
 impl ToolHub {
-    /// The current tools; rediscovered when stale. One caller refreshes, the others wait.
+    /// The tools offered to `owner`: everyone's, and theirs at the servers where
+    /// each person signs in (`people.rs`).
+    pub async fn catalogue_for(&self, owner: Option<&str>) -> Arc<Catalogue> {
+        let shared = self.catalogue().await;
+        let personal = self.personal_tools(owner).await;
+        if personal.is_empty() {
+            return shared;
+        }
+        let mut tools = shared.tools.clone();
+        tools.extend(personal);
+        Arc::new(Catalogue {
+            tools,
+            unavailable: shared.unavailable.clone(),
+        })
+    }
+
+    /// Everyone's tools; rediscovered when stale. One caller refreshes, the others wait.
     pub async fn catalogue(&self) -> Arc<Catalogue> {
         let mut refreshed = self.refreshed.lock().await;
         let changed = self
@@ -46,6 +62,10 @@ impl ToolHub {
     async fn discover(&self, previous: &Catalogue) -> Catalogue {
         let mut catalogue = Catalogue::default();
         for server in &self.servers {
+            // Listed for each person, with their token.
+            if self.accounts.is_user_oauth(&server.config.name) {
+                continue;
+            }
             let listed = match server.breaker.attempt() {
                 Err(wait) => Err(HubError::BreakerOpen {
                     server: server.config.name.clone(),
@@ -74,7 +94,7 @@ impl ToolHub {
                     );
                     catalogue
                         .unavailable
-                        .push((server.config.name.clone(), reason));
+                        .push((server.config.name.clone(), reason.to_string()));
                 }
             }
         }
@@ -89,13 +109,21 @@ impl ToolHub {
 
 /// One server's tools, within its timeout.
 async fn list(server: &Server) -> Result<Vec<Arc<RegisteredTool>>, HubError> {
-    let connection = server.connection().await?;
+    list_in(server, &server.session).await
+}
+
+/// One server's tools as `session` sees them.
+pub(super) async fn list_in(
+    server: &Server,
+    session: &Session,
+) -> Result<Vec<Arc<RegisteredTool>>, HubError> {
+    let (connection, _) = session.connection_and_routes(server).await?;
     let timeout = server.config.timeout;
     let tools = tokio::time::timeout(timeout, connection.list_all_tools())
         .await
         .map_err(|_| HubError::ListTimeout { timeout })?
         .map_err(HubError::Listing)?;
-    let as_person = server.http.delegates();
+    let as_person = server.http.delegates() || !std::ptr::eq(session, &server.session);
     Ok(tools
         .into_iter()
         .filter_map(|tool| RegisteredTool::listed(&server.config, as_person, tool))

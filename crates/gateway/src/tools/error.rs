@@ -85,6 +85,20 @@ pub enum HubError {
     TaskGone { server: String, detail: String },
     #[error("{server} answered tools/call with something else than a result")]
     NotAResult { server: String },
+    /// A person's own sign-in at the server could not be used or had.
+    #[error("{error}")]
+    Account {
+        server: String,
+        error: crate::accounts::AccountError,
+    },
+    #[error(
+        "the person chose not to connect their account at {server}, so its tools cannot be used for them; nothing was done there. Tell them they can connect it from Connected accounts, or by asking again"
+    )]
+    ConnectDeclined { server: String },
+    #[error(
+        "the person did not finish signing in at {server} (the sign-in was not completed in time, or the answer stopped); nothing was done there"
+    )]
+    ConnectUnfinished { server: String },
 }
 
 impl HubError {
@@ -112,7 +126,10 @@ impl HubError {
             | Self::Answer(_)
             | Self::TooManyRounds { .. }
             | Self::TaskGone { .. }
-            | Self::NotAResult { .. } => false,
+            | Self::NotAResult { .. }
+            | Self::Account { .. }
+            | Self::ConnectDeclined { .. }
+            | Self::ConnectUnfinished { .. } => false,
         }
     }
 }

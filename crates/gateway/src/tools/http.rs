@@ -57,6 +57,19 @@ pub(super) struct AuthedHttp {
     http: reqwest::Client,
     credentials: Arc<Credentials>,
     people: Arc<People>,
+    /// The last time the server asked for another sign-in, and why: a person's
+    /// session reads it after a failed call to show the right card.
+    challenge: Arc<std::sync::Mutex<Option<Challenge>>>,
+}
+
+/// The server refused a person's token: it wants them to sign in (again), or to
+/// grant more scopes (a step up).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub(super) enum Challenge {
+    /// 401, or no token could be had; the `WWW-Authenticate` value, if any.
+    SignIn(Option<String>),
+    /// 403 `insufficient_scope`, with its `WWW-Authenticate`.
+    MoreScope(String),
 }
 
 type Error = StreamableHttpError<reqwest::Error>;
@@ -75,7 +88,23 @@ impl AuthedHttp {
             http,
             credentials: Arc::new(credentials),
             people: Arc::default(),
+            challenge: Arc::default(),
         }
+    }
+
+    fn challenged(&self, challenge: Challenge) {
+        *self
+            .challenge
+            .lock()
+            .unwrap_or_else(|poisoned| poisoned.into_inner()) = Some(challenge);
+    }
+
+    /// What the server last asked for, once.
+    pub(super) fn take_challenge(&self) -> Option<Challenge> {
+        self.challenge
+            .lock()
+            .unwrap_or_else(|poisoned| poisoned.into_inner())
+            .take()
     }
 
     /// Whether calls must carry their person's token (delegation).
@@ -137,11 +166,13 @@ impl StreamableHttpClient for AuthedHttp {
     ) -> Result<StreamableHttpPostResponse, Error> {
         let person = self.person_of(&message);
         let custom_headers = with_traceparent(&message, custom_headers);
-        let token = self
-            .credentials
-            .token(person.as_ref())
-            .await
-            .map_err(no_token)?;
+        let token = match self.credentials.token(person.as_ref()).await {
+            Ok(token) => token,
+            Err(error) => {
+                self.challenged(Challenge::SignIn(None));
+                return Err(no_token(error));
+            }
+        };
         let first = self
             .http
             .post_message(
@@ -152,9 +183,10 @@ impl StreamableHttpClient for AuthedHttp {
                 custom_headers.clone(),
             )
             .await;
-        match (first, token) {
-            (Err(StreamableHttpError::AuthRequired(_)), Some(rejected)) => {
+        let answered = match (first, token) {
+            (Err(StreamableHttpError::AuthRequired(refused)), Some(rejected)) => {
                 let Some(fresh) = self.credentials.refresh(person.as_ref(), &rejected).await else {
+                    self.challenged(Challenge::SignIn(Some(refused.www_authenticate_header)));
                     return Err(no_token(
                         "the server refused the token and no other can be had",
                     ));
@@ -165,7 +197,17 @@ impl StreamableHttpClient for AuthedHttp {
                     .await
             }
             (other, _) => other,
+        };
+        match &answered {
+            Err(StreamableHttpError::AuthRequired(refused)) => self.challenged(Challenge::SignIn(
+                Some(refused.www_authenticate_header.clone()),
+            )),
+            Err(StreamableHttpError::InsufficientScope(refused)) => self.challenged(
+                Challenge::MoreScope(refused.www_authenticate_header.clone()),
+            ),
+            _ => {}
         }
+        answered
     }
 
     async fn delete_session(

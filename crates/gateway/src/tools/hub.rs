@@ -27,9 +27,14 @@ use super::catalogue::{Catalogue, RegisteredTool};
 use super::connection::Server;
 use super::credentials::Credentials;
 use super::http::AuthedHttp;
+use crate::accounts::Accounts;
 
 pub struct ToolHub {
     pub(super) servers: Vec<Arc<Server>>,
+    /// People's own sign-ins, at the servers that want them.
+    pub(super) accounts: Arc<Accounts>,
+    /// For the sessions of people at those servers.
+    pub(super) http: reqwest::Client,
     /// Where a call abandoned mid-way tells its server so.
     pub(super) tasks: TaskTracker,
     /// Development: a server may send the person to an http page on this machine.
@@ -39,16 +44,30 @@ pub struct ToolHub {
     pub(super) refreshed: Mutex<Option<(Instant, bool)>>,
 }
 
+/// What the hub is built with besides its servers.
+pub struct HubWiring<'a> {
+    pub http: reqwest::Client,
+    /// maitred's issuer: where servers' clients get their tokens by default.
+    pub issuer: &'a Issuer,
+    pub resilience: &'a Resilience,
+    pub token_requests: Family<TokenFetchLabels, Counter>,
+    pub tasks: TaskTracker,
+    /// Development: a server may send the person to an http page on this machine.
+    pub loopback_http: bool,
+    pub accounts: Arc<Accounts>,
+}
+
 impl ToolHub {
-    pub fn new(
-        configs: Vec<ServerConfig>,
-        http: reqwest::Client,
-        issuer: &Issuer,
-        resilience: &Resilience,
-        token_requests: Family<TokenFetchLabels, Counter>,
-        tasks: TaskTracker,
-        loopback_http: bool,
-    ) -> anyhow::Result<Arc<Self>> {
+    pub fn new(configs: Vec<ServerConfig>, wiring: HubWiring<'_>) -> anyhow::Result<Arc<Self>> {
+        let HubWiring {
+            http,
+            issuer,
+            resilience,
+            token_requests,
+            tasks,
+            loopback_http,
+            accounts,
+        } = wiring;
         let mut servers = Vec::new();
         for config in configs.into_iter().filter(|c| c.enabled) {
             let credentials = Credentials::of(&config, &http, issuer, &token_requests)?;
@@ -57,11 +76,13 @@ impl ToolHub {
                 resilience.breaker_failures,
                 resilience.breaker_cooldown,
             );
-            let http = AuthedHttp::new(http.clone(), credentials);
-            servers.push(Arc::new(Server::new(config, breaker, http)));
+            let authed = AuthedHttp::new(http.clone(), credentials);
+            servers.push(Arc::new(Server::new(config, breaker, authed)));
         }
         Ok(Arc::new(Self {
             servers,
+            accounts,
+            http,
             tasks,
             loopback_http,
             catalogue: RwLock::new(Arc::new(Catalogue::default())),
@@ -84,8 +105,8 @@ impl ToolHub {
 
 #[async_trait::async_trait]
 impl crate::answer::ports::Tools for ToolHub {
-    async fn catalogue(&self) -> Arc<Catalogue> {
-        ToolHub::catalogue(self).await
+    async fn catalogue(&self, owner: Option<&str>) -> Arc<Catalogue> {
+        self.catalogue_for(owner).await
     }
 
     async fn call(

@@ -3,7 +3,6 @@
 //! answers and the server's state. (A 2025-11-25 server asks by a request of its own
 //! instead, which `client_handler.rs` routes to the call.)
 
-use std::sync::Arc;
 use std::time::Duration;
 
 use rmcp::model::{
@@ -12,11 +11,10 @@ use rmcp::model::{
 };
 
 use super::catalogue::RegisteredTool;
-use super::connection::{Connection, Server};
+use super::connection::Line;
 use super::error::HubError;
 use super::hub::ToolHub;
 use super::interaction::CallLink;
-use super::routes::Routes;
 
 /// Most `input_required` rounds of one call: a few questions, not a dialogue.
 pub(super) const MAX_INPUT_ROUNDS: usize = 4;
@@ -33,25 +31,14 @@ impl ToolHub {
     /// more after each round of input.
     pub(super) async fn until_answered(
         &self,
-        server: &Server,
+        line: Line<'_>,
         tool: &RegisteredTool,
-        connection: &Connection,
-        routes: &Arc<Routes>,
         link: &CallLink,
         mut params: CallToolRequestParams,
     ) -> Result<Answered, HubError> {
         for round in 0..=MAX_INPUT_ROUNDS {
             let round = u32::try_from(round).unwrap_or(u32::MAX);
-            let answer = self
-                .request(
-                    server,
-                    connection.peer(),
-                    routes,
-                    params.clone(),
-                    link,
-                    round,
-                )
-                .await?;
+            let answer = self.request(line, params.clone(), link, round).await?;
             match answer {
                 ServerResult::CallToolResult(result) => return Ok(Answered::Result(result)),
                 ServerResult::InputRequiredResult(required) => {

@@ -13,7 +13,7 @@ use rmcp::model::{
 use rmcp::service::{Peer, PeerRequestOptions, RoleClient};
 use tokio_util::task::TaskTracker;
 
-use super::connection::Server;
+use super::connection::Line;
 use super::error::HubError;
 use super::hub::ToolHub;
 use super::interaction::CallLink;
@@ -23,15 +23,16 @@ impl ToolHub {
     /// Request `round` of a call: its answer, or why there is none.
     pub(super) async fn request(
         &self,
-        server: &Server,
-        peer: &Peer<RoleClient>,
-        routes: &Arc<Routes>,
+        line: Line<'_>,
         params: CallToolRequestParams,
         link: &CallLink,
         round: u32,
     ) -> Result<ServerResult, HubError> {
+        let Line {
+            server, session, ..
+        } = line;
         let round_link = link.for_round(round);
-        let sent = self.send_call(peer, routes, params, &round_link);
+        let sent = self.send_call(line.connection.peer(), line.routes, params, &round_link);
         let timeout = server.config.timeout;
         match link.within(timeout, sent).await {
             None => Err(HubError::CallTimeout {
@@ -41,7 +42,7 @@ impl ToolHub {
             Some(Ok(answer)) => Ok(answer),
             Some(Err(ServiceError::McpError(error))) => Err(HubError::Refused(error)),
             Some(Err(error)) => {
-                server.forget_connection().await;
+                session.forget().await;
                 Err(HubError::Transport {
                     server: server.config.name.clone(),
                     error,

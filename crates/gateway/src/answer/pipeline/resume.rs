@@ -61,7 +61,10 @@ impl Answerer {
                 }
             }
             Tail::Calls { turn, pending } => {
-                let catalogue = self.tools.catalogue().await;
+                let catalogue = self
+                    .tools
+                    .catalogue(Some(answer.user.subject.as_str()))
+                    .await;
                 let cancel = recorder.cancelled();
                 let calls = pending.iter().map(|p| async {
                     match &p.stored {

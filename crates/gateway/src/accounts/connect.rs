@@ -1,0 +1,200 @@
+//! A sign-in at a server's authorization server, from its start (a tool call that
+//! needs it, or the person's Connect in the accounts panel) to the gateway's
+//! callback: the authorization code flow with PKCE (S256), `resource` naming the
+//! server (RFC 8707), a `state` bound to the person, the server and the waiting
+//! call, used once and only in time, and the `iss` of the response checked against
+//! the authorization server's (RFC 9207).
+
+use chrono::{TimeZone, Utc};
+use maitred_core::db::canonical;
+use maitred_protocol::events::ConnectReason;
+use rmcp::transport::auth::StoredCredentials;
+use serde::Deserialize;
+
+use super::error::AccountError;
+use super::states::{PendingStates, RowCredentials};
+use super::store::now_ms;
+use super::view::ClientKind;
+use super::{Accounts, host_of};
+
+/// A sign-in started: where the person goes.
+#[derive(Debug, Clone)]
+pub struct Begun {
+    pub url: String,
+    /// The sign-in page's host, shown so the person knows where they go.
+    pub host: String,
+    pub expires_at: String,
+    pub client: ClientKind,
+}
+
+/// What the authorization server sends the person back with.
+#[derive(Debug, Clone, Default, Deserialize)]
+pub struct CallbackQuery {
+    pub code: Option<String>,
+    pub state: Option<String>,
+    pub iss: Option<String>,
+    pub error: Option<String>,
+    pub error_description: Option<String>,
+}
+
+/// How a sign-in that came back ended, and the call that waits for it, if any.
+#[derive(Debug, Clone)]
+pub struct Completed {
+    pub server: String,
+    pub call: Option<String>,
+    /// `false`: the person declined at the authorization server.
+    pub connected: bool,
+}
+
+impl Accounts {
+    /// Starts `owner`'s sign-in at `server`. `call`: the tool call that waits for it.
+    /// `challenge`: the server's `WWW-Authenticate`, whose scopes are asked for too
+    /// (a step up adds them to what was granted).
+    pub async fn begin(
+        &self,
+        owner: &str,
+        server: &str,
+        call: Option<&str>,
+        reason: ConnectReason,
+        challenge: Option<&str>,
+    ) -> Result<Begun, AccountError> {
+        let server = self.server(server)?.clone();
+        let discovered = self.discovered(&server, challenge).await?;
+        let client = self.client(&server, &discovered).await?;
+        let mut scopes = discovered.scopes.clone();
+        if reason == ConnectReason::MoreAccess
+            && let Some(row) = self.rows.account(owner, &server.name).await?
+        {
+            scopes.extend(row.scopes.split_whitespace().map(str::to_owned));
+        }
+        if let Some(asked) = challenge.and_then(challenge_scope) {
+            scopes.extend(asked.split_whitespace().map(str::to_owned));
+        }
+        let mut seen = std::collections::HashSet::new();
+        scopes.retain(|s| seen.insert(s.clone()));
+        let timeout = i64::try_from(self.connect_timeout.as_millis()).unwrap_or(i64::MAX);
+        let expires_at = now_ms().saturating_add(timeout);
+        let states = PendingStates {
+            rows: self.rows.clone(),
+            keys: self.keys.clone(),
+            owner: owner.to_owned(),
+            server: server.name.clone(),
+            call: call.map(str::to_owned),
+            expires_at,
+            client_id: client.config.client_id.clone(),
+        };
+        let credentials = self.no_credentials(owner, &server.name);
+        let manager = self
+            .manager(&server, &discovered, &client, credentials, states)
+            .await?;
+        let scope_refs: Vec<&str> = scopes.iter().map(String::as_str).collect();
+        let url = manager
+            .get_authorization_url(&scope_refs)
+            .await
+            .map_err(|e| AccountError::at(&server.name, e))?;
+        tracing::info!(server = %server.name, client = client.kind.as_str(), ?scopes, "a sign-in started");
+        Ok(Begun {
+            host: host_of(&url),
+            url,
+            expires_at: canonical(
+                Utc.timestamp_millis_opt(expires_at)
+                    .single()
+                    .unwrap_or_else(Utc::now),
+            ),
+            client: client.kind,
+        })
+    }
+
+    /// Finishes the sign-in the callback brings back for `owner` (the person signed
+    /// in to maitred in this browser).
+    pub async fn complete(
+        &self,
+        owner: &str,
+        query: &CallbackQuery,
+    ) -> Result<Completed, AccountError> {
+        let state = query
+            .state
+            .as_deref()
+            .filter(|s| !s.is_empty())
+            .ok_or_else(|| AccountError::BadCallback("no state".to_owned()))?;
+        let row = self
+            .rows
+            .authorization(state)
+            .await?
+            .ok_or(AccountError::UnknownState)?;
+        if row.owner != owner {
+            tracing::warn!(server = %row.server, "a sign-in came back in another person's browser; refused");
+            return Err(AccountError::NotYours);
+        }
+        if row.used_at.is_some() {
+            return Err(AccountError::StateUsed);
+        }
+        if row.expires_at < now_ms() {
+            return Err(AccountError::Expired);
+        }
+        let server = self.server(&row.server)?.clone();
+        if let Some(error) = &query.error {
+            // The person said no (access_denied), or the server could not go on:
+            // either way this sign-in is over, and the call is told.
+            if !self.rows.use_authorization(state).await? {
+                return Err(AccountError::StateUsed);
+            }
+            tracing::info!(server = %server.name, %error, "a sign-in came back without access");
+            return Ok(Completed {
+                server: server.name.clone(),
+                call: row.tool_call_id,
+                connected: false,
+            });
+        }
+        let code = query
+            .code
+            .as_deref()
+            .filter(|c| !c.is_empty())
+            .ok_or_else(|| AccountError::BadCallback("neither a code nor an error".to_owned()))?;
+        let discovered = self.discovered(&server, None).await?;
+        let client = self
+            .client_with_id(&server, &discovered, &row.client_id)
+            .await?;
+        let states = PendingStates {
+            rows: self.rows.clone(),
+            keys: self.keys.clone(),
+            owner: owner.to_owned(),
+            server: server.name.clone(),
+            call: row.tool_call_id.clone(),
+            expires_at: row.expires_at,
+            client_id: row.client_id.clone(),
+        };
+        let credentials = self.no_credentials(owner, &server.name);
+        let manager = self
+            .manager(&server, &discovered, &client, credentials, states)
+            .await?;
+        manager
+            .exchange_code_for_token_with_issuer(code, state, query.iss.as_deref())
+            .await
+            .map_err(|e| AccountError::at(&server.name, e))?;
+        tracing::info!(server = %server.name, client = client.kind.as_str(), "an account was connected");
+        Ok(Completed {
+            server: server.name.clone(),
+            call: row.tool_call_id,
+            connected: true,
+        })
+    }
+
+    /// The store a new sign-in saves into.
+    fn no_credentials(&self, owner: &str, server: &str) -> RowCredentials {
+        RowCredentials {
+            rows: self.rows.clone(),
+            keys: self.keys.clone(),
+            owner: owner.to_owned(),
+            server: server.to_owned(),
+            loaded: None::<StoredCredentials>,
+            generation: None,
+        }
+    }
+}
+
+/// The `scope` a `WWW-Authenticate` challenge asks for.
+fn challenge_scope(header: &str) -> Option<String> {
+    let base = url::Url::parse("http://unused.invalid/").ok()?;
+    rmcp::transport::auth::WWWAuthenticateParams::parse(header, &base).scope
+}
