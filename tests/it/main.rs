@@ -25,6 +25,8 @@ mod budgets_replicas;
 mod chaos;
 mod chat;
 mod connected_accounts;
+mod connected_accounts_replicas;
+mod connected_accounts_security;
 mod crash;
 mod delegation;
 mod dialects;
