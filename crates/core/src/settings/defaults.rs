@@ -47,7 +47,8 @@ pub const TOOL_OUTPUT_CAP: usize = 16 * 1024;
 pub const APPROVAL_TIMEOUT: Duration = Duration::from_secs(300);
 /// As long as an approval: both wait for the same person.
 pub const INPUT_TIMEOUT: Duration = Duration::from_secs(300);
-pub const CONNECT_TIMEOUT: Duration = Duration::from_secs(600);
+// As long as the card that asks for the sign-in waits (MAITRED_INPUT_TIMEOUT).
+pub const CONNECT_TIMEOUT: Duration = Duration::from_secs(300);
 pub const QUESTION_LIMIT: usize = 4000;
 pub const CONTEXT_BUDGET: usize = 24_000;
 pub const STREAM_GRACE: Duration = Duration::from_secs(30);

@@ -198,3 +198,18 @@ fn challenge_scope(header: &str) -> Option<String> {
     let base = url::Url::parse("http://unused.invalid/").ok()?;
     rmcp::transport::auth::WWWAuthenticateParams::parse(header, &base).scope
 }
+
+#[cfg(test)]
+mod tests {
+    use super::challenge_scope;
+
+    #[test]
+    fn a_step_up_asks_for_the_scopes_its_challenge_names() {
+        let header = r#"Bearer error="insufficient_scope", scope="notes:read notes:write", resource_metadata="https://notes.example.com/.well-known/oauth-protected-resource/mcp""#;
+        assert_eq!(
+            challenge_scope(header).as_deref(),
+            Some("notes:read notes:write")
+        );
+        assert_eq!(challenge_scope("Bearer realm=\"x\""), None);
+    }
+}

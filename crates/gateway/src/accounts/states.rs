@@ -178,3 +178,20 @@ impl StateStore for PendingStates {
         }
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_token_is_renewed_a_little_before_it_expires() {
+        let now = now_ms();
+        // An hour: renewed 30 s early.
+        let hour = refresh_at(Some(3600)).unwrap() - now;
+        assert!((3_569_000..=3_571_000).contains(&hour), "{hour}");
+        // A token that lives 20 s is not renewed at once: at half its life.
+        let short = refresh_at(Some(20)).unwrap() - now;
+        assert!((9_000..=11_000).contains(&short), "{short}");
+        assert_eq!(refresh_at(None), None);
+    }
+}
