@@ -213,6 +213,7 @@ pub async fn router(
         &servers,
         AccountSettings {
             http: http.clone(),
+            events: gateway_metrics.account_events.clone(),
             public_url: &settings.gateway.endpoint.public_url,
             keys: Accounts::key_ring(
                 &servers,

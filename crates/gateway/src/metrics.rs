@@ -62,6 +62,14 @@ pub struct FallbackLabels {
 }
 
 #[derive(Clone, Debug, Hash, PartialEq, Eq, EncodeLabelSet)]
+pub struct AccountLabels {
+    pub server: String,
+    /// sign_in_started, connected, declined, refused (a callback that failed),
+    /// refreshed, refresh_refused (the person must sign in again), disconnected.
+    pub event: &'static str,
+}
+
+#[derive(Clone, Debug, Hash, PartialEq, Eq, EncodeLabelSet)]
 pub struct ToolLabels {
     pub server: String,
     /// A tool of the catalogue, or `unknown` (the model chooses the name).
@@ -106,6 +114,7 @@ pub struct GatewayMetrics {
     pub inputs_waiting: Gauge,
     pub questions_refused: Family<RefusalLabels, Counter>,
     pub token_requests: Family<TokenFetchLabels, Counter>,
+    pub account_events: Family<AccountLabels, Counter>,
 }
 
 impl GatewayMetrics {
@@ -128,7 +137,13 @@ impl GatewayMetrics {
             inputs_waiting: Gauge::default(),
             questions_refused: Family::default(),
             token_requests: Family::default(),
+            account_events: Family::default(),
         };
+        metrics.register(
+            "gateway_account_events",
+            "Connected accounts: sign-ins started, connected, declined and refused, refreshes and refused refreshes, disconnects, by MCP server",
+            this.account_events.clone(),
+        );
         metrics.register(
             "gateway_generations_active",
             "Answers being produced now",

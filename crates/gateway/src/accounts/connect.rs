@@ -93,6 +93,7 @@ impl Accounts {
             .await
             .map_err(|e| AccountError::at(&server.name, e))?;
         tracing::info!(server = %server.name, client = client.kind.as_str(), ?scopes, "a sign-in started");
+        self.count(&server.name, "sign_in_started");
         Ok(Begun {
             host: host_of(&url),
             url,
@@ -140,6 +141,7 @@ impl Accounts {
                 return Err(AccountError::StateUsed);
             }
             tracing::info!(server = %server.name, %error, "a sign-in came back without access");
+            self.count(&server.name, "declined");
             return Ok(Completed {
                 server: server.name.clone(),
                 call: row.tool_call_id,
@@ -168,11 +170,15 @@ impl Accounts {
         let manager = self
             .manager(&server, &discovered, &client, credentials, states)
             .await?;
-        manager
+        if let Err(error) = manager
             .exchange_code_for_token_with_issuer(code, state, query.iss.as_deref())
             .await
-            .map_err(|e| AccountError::at(&server.name, e))?;
+        {
+            self.count(&server.name, "refused");
+            return Err(AccountError::at(&server.name, error));
+        }
         tracing::info!(server = %server.name, client = client.kind.as_str(), "an account was connected");
+        self.count(&server.name, "connected");
         Ok(Completed {
             server: server.name.clone(),
             call: row.tool_call_id,

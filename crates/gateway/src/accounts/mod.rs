@@ -32,6 +32,8 @@ use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
 use maitred_core::db::Db;
+use prometheus_client::metrics::counter::Counter;
+use prometheus_client::metrics::family::Family;
 use maitred_core::settings::mcp_servers::{AuthConfig, ServerConfig, UserOAuth};
 use rmcp::transport::auth::StoredCredentials;
 
@@ -39,6 +41,7 @@ pub use connect::{Begun, Completed};
 pub use error::AccountError;
 pub use sealed::KeyRing;
 
+use crate::metrics::AccountLabels;
 use oauth::Discovered;
 use sealed::Purpose;
 use store::{AccountRow, Rows};
@@ -87,6 +90,7 @@ pub struct Accounts {
     connect_timeout: Duration,
     /// Development: authorization servers and the gateway itself on http loopback.
     loopback_http: bool,
+    events: Family<AccountLabels, Counter>,
     /// This replica, as the holder of refresh leases.
     replica: String,
     /// One refresh per person and server at a time in this replica; the database
@@ -100,6 +104,8 @@ type RefreshLocks = HashMap<(String, String), Arc<tokio::sync::Mutex<()>>>;
 /// What `Accounts::new` needs.
 pub struct AccountSettings<'a> {
     pub http: reqwest::Client,
+    /// Where sign-ins, refreshes and disconnects are counted.
+    pub events: Family<AccountLabels, Counter>,
     pub public_url: &'a str,
     pub keys: KeyRing,
     pub connect_timeout: Duration,
@@ -128,6 +134,7 @@ impl Accounts {
         Arc::new(Self {
             rows: Rows::new(db),
             http: settings.http,
+            events: settings.events,
             keys: settings.keys,
             servers,
             public_url: settings.public_url.trim_end_matches('/').to_owned(),
@@ -163,6 +170,15 @@ impl Accounts {
                 )
             ))),
         }
+    }
+
+    pub(crate) fn count(&self, server: &str, event: &'static str) {
+        self.events
+            .get_or_create(&AccountLabels {
+                server: server.to_owned(),
+                event,
+            })
+            .inc();
     }
 
     pub(crate) fn server(&self, name: &str) -> Result<&Arc<AccountServer>, AccountError> {

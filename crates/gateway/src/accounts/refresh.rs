@@ -158,11 +158,13 @@ impl Accounts {
         match manager.refresh_token().await {
             Ok(token) => {
                 tracing::info!(server = %server.name, "renewed a person's access at the MCP server");
+                self.count(&server.name, "refreshed");
                 Ok(SecretString::from(token.access_token().secret().clone()))
             }
             Err(error) => {
                 let error = AccountError::at(&server.name, error);
                 if matches!(error, AccountError::SignInEnded(_)) {
+                    self.count(&server.name, "refresh_refused");
                     tracing::info!(server = %server.name, "the authorization server refused a person's refresh token; they will be asked to connect again");
                 }
                 Err(error)

@@ -30,6 +30,7 @@ impl Accounts {
         };
         self.rows.forget(owner, &server.name, None).await?;
         tracing::info!(server = %server.name, revoked, "an account was disconnected");
+        self.count(&server.name, "disconnected");
         Ok(Disconnected {
             server: server.name.clone(),
             revoked_at_server: revoked,
