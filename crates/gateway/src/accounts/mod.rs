@@ -32,9 +32,9 @@ use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
 use maitred_core::db::Db;
+use maitred_core::settings::mcp_servers::{AuthConfig, ServerConfig, UserOAuth};
 use prometheus_client::metrics::counter::Counter;
 use prometheus_client::metrics::family::Family;
-use maitred_core::settings::mcp_servers::{AuthConfig, ServerConfig, UserOAuth};
 use rmcp::transport::auth::StoredCredentials;
 
 pub use connect::{Begun, Completed};
