@@ -19,7 +19,7 @@ pub(super) const CSRF_HEADER: &str = "x-csrf-token";
 /// How the owner key of a client acting for no person begins: `client:<client id>`.
 /// A person's key is their `sub` as it is, and no person's may begin so, so a person
 /// whose name is a client's id shares nothing with the client.
-pub(super) const CLIENT_OWNER: &str = "client:";
+pub(crate) const CLIENT_OWNER: &str = "client:";
 
 /// Who owns what `principal` asks for: a client-credentials token (its `sub` is its
 /// own client id) owns as `client:<id>`; anyone else as their `sub`. `None` for a

@@ -134,7 +134,11 @@ impl Accounts {
             return Err(AccountError::Expired);
         }
         let server = self.server(&row.server)?.clone();
+        let discovered = self.discovered(&server, None).await?;
         if let Some(error) = &query.error {
+            // A denial counts only from the server's own authorization server: a
+            // forged one must not end someone's sign-in.
+            check_issuer(&server.name, &discovered, query.iss.as_deref())?;
             // The person said no (access_denied), or the server could not go on:
             // either way this sign-in is over, and the call is told.
             if !self.rows.use_authorization(state).await? {
@@ -153,7 +157,6 @@ impl Accounts {
             .as_deref()
             .filter(|c| !c.is_empty())
             .ok_or_else(|| AccountError::BadCallback("neither a code nor an error".to_owned()))?;
-        let discovered = self.discovered(&server, None).await?;
         let client = self
             .client_with_id(&server, &discovered, &row.client_id)
             .await?;
@@ -196,6 +199,34 @@ impl Accounts {
             loaded: None::<StoredCredentials>,
             generation: None,
         }
+    }
+}
+
+/// RFC 9207: a response's `iss` must be the authorization server's, and is required
+/// where the server says it sends one. rmcp checks it for a code; this is for an
+/// error response, which rmcp never sees.
+fn check_issuer(
+    server: &str,
+    discovered: &super::oauth::Discovered,
+    received: Option<&str>,
+) -> Result<(), AccountError> {
+    let sends_iss = discovered
+        .metadata
+        .additional_fields
+        .get("authorization_response_iss_parameter_supported")
+        .and_then(|v| v.as_bool())
+        .unwrap_or(false);
+    match (received, discovered.metadata.issuer.as_deref()) {
+        (Some(received), Some(expected)) if received != expected => {
+            Err(AccountError::WrongIssuer {
+                server: server.to_owned(),
+                received: received.to_owned(),
+            })
+        }
+        (None, _) if sends_iss => Err(AccountError::MissingIssuer {
+            server: server.to_owned(),
+        }),
+        _ => Ok(()),
     }
 }
 

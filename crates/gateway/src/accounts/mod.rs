@@ -157,12 +157,13 @@ impl Accounts {
             .any(|s| s.enabled && matches!(s.auth, AuthConfig::UserOauth(_)));
         match (keys, dev_data_dir) {
             (Some(keys), _) => KeyRing::parse(keys),
-            (None, Some(dir)) => KeyRing::in_data_dir(dir),
+            // Only when something will be sealed: the data dir may be read-only.
+            (None, Some(dir)) if needed => KeyRing::in_data_dir(dir),
             (None, None) if needed => anyhow::bail!(
                 "an MCP server has auth.type = \"user_oauth\": set MAITRED_ACCOUNT_KEYS (id:base64 of 32 random bytes) to seal people's tokens"
             ),
             // Nothing will be sealed; a throwaway key keeps the type simple.
-            (None, None) => KeyRing::parse(&secrecy::SecretString::from(format!(
+            (None, _) => KeyRing::parse(&secrecy::SecretString::from(format!(
                 "unused:{}",
                 base64::Engine::encode(
                     &base64::engine::general_purpose::STANDARD,
@@ -237,26 +238,27 @@ impl Accounts {
     }
 
     /// Seals again, under the first key, what older keys sealed (after a rotation).
+    /// A value no configured key opens is left as it is: during a rollout it may be
+    /// sealed under a key only the newer replicas know. Its owner is asked to
+    /// connect again when it is used (`access_token`), which replaces it.
     pub async fn reseal(&self) -> Result<usize, AccountError> {
-        let mut count = 0;
+        let mut count = self.reseal_client_secrets().await?;
+        let mut skipped = std::collections::HashSet::new();
         loop {
             let rows = self
                 .rows
                 .sealed_under_other_keys(self.keys.current())
                 .await?;
-            if rows.is_empty() {
-                return Ok(count);
-            }
             let mut progressed = false;
             for row in rows {
+                if skipped.contains(&(row.owner.clone(), row.server.clone())) {
+                    continue;
+                }
                 let credentials = match self.credentials(&row) {
                     Ok(credentials) => credentials,
                     Err(error) => {
-                        tracing::warn!(owner = %row.owner, server = %row.server, %error, "a connected account cannot be opened with the configured keys; it is forgotten, and its owner will be asked to connect again");
-                        self.rows
-                            .forget(&row.owner, &row.server, Some(row.generation))
-                            .await?;
-                        progressed = true;
+                        tracing::warn!(owner = %row.owner, server = %row.server, %error, "a connected account cannot be opened with the configured keys; left as it is (its owner is asked to connect again when it is used)");
+                        skipped.insert((row.owner.clone(), row.server.clone()));
                         continue;
                     }
                 };

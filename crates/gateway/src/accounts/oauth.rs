@@ -316,6 +316,35 @@ impl Accounts {
         }
     }
 
+    /// Seals the dynamic registrations' secrets again under the first key.
+    pub(crate) async fn reseal_client_secrets(&self) -> Result<usize, AccountError> {
+        let mut count = 0;
+        let rows = self
+            .rows
+            .client_secrets_under_other_keys(self.keys.current())
+            .await?;
+        for (server, issuer, sealed) in rows {
+            let Ok(secret) = self
+                .keys
+                .open(&sealed, Purpose::ClientSecret, &issuer, &server)
+            else {
+                tracing::warn!(%server, %issuer, "a registration's secret cannot be opened with the configured keys; left as it is");
+                continue;
+            };
+            let resealed = self
+                .keys
+                .seal(&secret, Purpose::ClientSecret, &issuer, &server);
+            if self
+                .rows
+                .reseal_client_secret(&server, &issuer, &sealed, &resealed, self.keys.current())
+                .await?
+            {
+                count += 1;
+            }
+        }
+        Ok(count)
+    }
+
     /// An rmcp OAuth client for one operation on `server`, with its state in `stores`.
     pub(crate) async fn manager(
         &self,

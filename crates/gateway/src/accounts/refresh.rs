@@ -64,8 +64,18 @@ impl Accounts {
     }
 
     fn token_of(&self, row: &AccountRow) -> Result<SecretString, AccountError> {
-        access_token(&self.credentials(row)?)
+        access_token(&self.opened(row)?)
             .ok_or_else(|| AccountError::NotConnected(row.server.clone()))
+    }
+
+    /// A row's credentials; one no configured key opens (a lost key, a value moved
+    /// from another row) is a sign-in that has ended: its owner connects again,
+    /// which replaces it.
+    fn opened(&self, row: &AccountRow) -> Result<StoredCredentials, AccountError> {
+        self.credentials(row).map_err(|error| {
+            tracing::warn!(server = %row.server, %error, "a connected account cannot be opened; its owner is asked to connect again");
+            AccountError::SignInEnded(row.server.clone())
+        })
     }
 
     fn local_lock(&self, owner: &str, server: &str) -> Arc<tokio::sync::Mutex<()>> {
@@ -130,7 +140,7 @@ impl Accounts {
     /// Refreshes `row` now: this replica holds its lease.
     async fn refresh_now(&self, row: &AccountRow) -> Result<SecretString, AccountError> {
         let server = self.server(&row.server)?.clone();
-        let loaded = self.credentials(row)?;
+        let loaded = self.opened(row)?;
         let discovered = self.discovered(&server, None).await?;
         let client = self
             .client_with_id(&server, &discovered, &row.client_id)

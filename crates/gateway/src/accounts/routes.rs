@@ -101,6 +101,11 @@ pub(crate) async fn connect(
     user: ChatUser,
     Path(server): Path<String>,
 ) -> Result<Json<ConnectStart>, GatewayError> {
+    if user.subject.as_str().starts_with(crate::auth::CLIENT_OWNER) {
+        return Err(GatewayError::Forbidden(
+            "a client acting for nobody has no account to connect; a person signs in".to_owned(),
+        ));
+    }
     let begun = state
         .accounts
         .begin(

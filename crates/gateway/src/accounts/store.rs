@@ -264,6 +264,42 @@ impl Rows {
         Ok(done.rows_affected() == 1)
     }
 
+    /// Dynamic registrations' secrets sealed under another key than `current`.
+    pub(crate) async fn client_secrets_under_other_keys(
+        &self,
+        current: &str,
+    ) -> Result<Vec<(String, String, String)>, sqlx::Error> {
+        sqlx::query_as(
+            "SELECT server, issuer, secret FROM account_clients \
+             WHERE secret IS NOT NULL AND key_id <> $1",
+        )
+        .bind(current)
+        .fetch_all(self.db.pool())
+        .await
+    }
+
+    pub(crate) async fn reseal_client_secret(
+        &self,
+        server: &str,
+        issuer: &str,
+        before: &str,
+        secret: &str,
+        key_id: &str,
+    ) -> Result<bool, sqlx::Error> {
+        let done = sqlx::query(
+            "UPDATE account_clients SET secret = $1, key_id = $2 \
+             WHERE server = $3 AND issuer = $4 AND secret = $5",
+        )
+        .bind(secret)
+        .bind(key_id)
+        .bind(server)
+        .bind(issuer)
+        .bind(before)
+        .execute(self.db.pool())
+        .await?;
+        Ok(done.rows_affected() == 1)
+    }
+
     pub(crate) async fn start_authorization(
         &self,
         state: &str,

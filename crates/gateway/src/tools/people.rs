@@ -30,13 +30,13 @@ use crate::accounts::AccountError;
 
 /// A person's list of a server's tools is listed again after this long.
 const PERSON_TOOLS_TTL: Duration = Duration::from_secs(300);
-/// Sign-ins one call may ask for: the first, then one more (a step up, or a
-/// sign-in that ended under it).
+/// Sign-ins one call may ask for after its first attempt (a step up, or a sign-in
+/// that ended under it), besides the one it may need before it.
 const SIGN_INS_PER_CALL: usize = 2;
 
 /// Whether `owner` is a person (not a client acting for nobody), who can sign in.
 fn is_person(owner: &str) -> bool {
-    !owner.starts_with("client:")
+    !owner.starts_with(crate::auth::CLIENT_OWNER)
 }
 
 impl ToolHub {
@@ -158,7 +158,11 @@ impl ToolHub {
             .map_err(account)?;
         let mut needed = (!connected).then_some((ConnectReason::Connect, None));
         if tool.connect && connected {
-            return Ok(self.connected_result(server, owner, false).await);
+            // Connected, unless the sign-in can no longer be used.
+            if self.accounts.access_token(owner, name).await.is_ok() {
+                return Ok(self.connected_result(server, owner, false).await);
+            }
+            needed = Some((ConnectReason::Reconnect, None));
         }
         let person = self.person_session(server, owner);
         for sign_in in 0..=SIGN_INS_PER_CALL {
