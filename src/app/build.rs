@@ -45,7 +45,9 @@ pub struct Bound {
 
 /// The roles, running.
 pub struct App {
-    settings: Settings,
+    // Boxed: the app moves into `run` and `stop`, whose futures would otherwise
+    // carry every setting inline.
+    settings: Box<Settings>,
     db: Option<Db>,
     http: reqwest::Client,
     /// Ends the gateway, and with it everything when the process stops.
@@ -255,7 +257,7 @@ impl Bound {
             shutdown.clone()
         };
         let mut app = App {
-            settings,
+            settings: Box::new(settings),
             db,
             http: http_client::new()?,
             shutdown,

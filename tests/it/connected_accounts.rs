@@ -66,17 +66,6 @@ impl Lab {
             .collect()
     }
 
-    /// Token requests at nanoidp with `grant` that succeeded.
-    pub(crate) fn grants(&self, grant: &str) -> usize {
-        self.log("audit_log")
-            .iter()
-            .filter(|e| {
-                let text = e.to_string();
-                text.contains(grant) && !text.contains("\"failed\"") && !text.contains("error")
-            })
-            .count()
-    }
-
     /// Signs `user` in at nanoidp through `authorize` (the connect card's URL) as a
     /// browser does; returns where nanoidp sends them back (the gateway's callback).
     pub(crate) async fn sign_in(&self, authorize: &str, user: &str) -> String {
