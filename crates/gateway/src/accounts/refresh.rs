@@ -18,8 +18,10 @@ use super::error::AccountError;
 use super::states::{PendingStates, RowCredentials};
 use super::store::{AccountRow, now_ms};
 
-/// How long a replica may hold the right to refresh before another may take it.
-const LEASE: Duration = Duration::from_secs(30);
+/// How long a replica may hold the right to refresh before another may take it:
+/// longer than the OAuth client's 30 s timeout, so a refresh still under way is
+/// never sent again by another replica.
+const LEASE: Duration = Duration::from_secs(45);
 /// How often a waiting replica looks whether the refresh is done.
 const POLL: Duration = Duration::from_millis(50);
 
@@ -122,10 +124,20 @@ impl Accounts {
                 .await?
             {
                 let refreshed = self.refresh_now(&row).await;
-                if refreshed.is_err() {
-                    self.rows
-                        .release_refresh(owner, server, &self.replica)
-                        .await?;
+                // A refresh the authorization server answered with an error may be
+                // tried again at once. One that got no answer may have rotated the
+                // token there: the lease stays until it runs out, so nobody sends
+                // the old refresh token again meanwhile (a replay revokes the family).
+                match &refreshed {
+                    Ok(_) => {}
+                    Err(AccountError::AuthorizationServer { .. }) => {
+                        tracing::warn!(%server, "a refresh got no usable answer; the next try waits for its lease to end");
+                    }
+                    Err(_) => {
+                        self.rows
+                            .release_refresh(owner, server, &self.replica)
+                            .await?;
+                    }
                 }
                 return refreshed;
             }

@@ -65,6 +65,11 @@ async fn renew_all(live: &RedisLive, renew: &Script) -> Result<(), LiveError> {
             .invoke_async(&mut conn)
             .await?;
         if renewed == 0 {
+            // It finished since the list was taken (its end deletes its lease):
+            // nothing was lost.
+            if live.local.get(id).is_none() {
+                continue;
+            }
             // Another replica ended it: stop writing to it at once.
             tracing::warn!(message_id = %id, "lost the lease of a running answer; stopping it");
             answer.cancel.cancel();
