@@ -158,11 +158,15 @@ impl ToolHub {
             .map_err(account)?;
         let mut needed = (!connected).then_some((ConnectReason::Connect, None));
         if tool.connect && connected {
-            // Connected, unless the sign-in can no longer be used.
-            if self.accounts.access_token(owner, name).await.is_ok() {
-                return Ok(self.connected_result(server, owner, false).await);
+            // Connected, unless the sign-in can no longer be used; an authorization
+            // server out of reach is not a reason to sign in again.
+            match self.accounts.access_token(owner, name).await {
+                Ok(_) => return Ok(self.connected_result(server, owner, false).await),
+                Err(AccountError::SignInEnded(_) | AccountError::NotConnected(_)) => {
+                    needed = Some((ConnectReason::Reconnect, None));
+                }
+                Err(error) => return Err(account(error)),
             }
-            needed = Some((ConnectReason::Reconnect, None));
         }
         let person = self.person_session(server, owner);
         for sign_in in 0..=SIGN_INS_PER_CALL {
