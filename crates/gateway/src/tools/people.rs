@@ -232,19 +232,17 @@ impl ToolHub {
                 server: name.clone(),
                 error,
             })?;
+        // The host is in the card (`connect.host`), which shows it apart.
         let message = match reason {
-            ConnectReason::Connect => format!(
-                "{name} needs you to connect your account before it can be used for you. You will sign in at {}.",
-                begun.host
-            ),
-            ConnectReason::Reconnect => format!(
-                "Your sign-in at {name} has ended. Connect again to go on; you will sign in at {}.",
-                begun.host
-            ),
-            ConnectReason::MoreAccess => format!(
-                "{name} needs more access than you gave it for this. Sign in at {} to give it.",
-                begun.host
-            ),
+            ConnectReason::Connect => {
+                format!("{name} needs you to connect your account before it can be used for you.")
+            }
+            ConnectReason::Reconnect => {
+                format!("Your sign-in at {name} has ended. Connect again to go on.")
+            }
+            ConnectReason::MoreAccess => {
+                format!("{name} needs more access than you gave it for this.")
+            }
         };
         let card = ConnectCard {
             server: name.clone(),
