@@ -11,6 +11,7 @@ const DOCS: &[&str] = &[
     "docs/deployment.md",
     "docs/sse-api.md",
     "docs/benchmarks.md",
+    "docs/connected-accounts.md",
     "frontend/README.md",
     "frontend/e2e/README.md",
 ];
