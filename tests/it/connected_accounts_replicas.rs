@@ -12,15 +12,13 @@
 //! "browser" trusts it explicitly, so the test does not depend on which lab's CA the
 //! test process was given.
 
-use std::path::PathBuf;
-use std::process::Command;
 use std::time::{Duration, Instant};
 
 use chrono::{DateTime, FixedOffset};
 use maitred_scripted_llm::{ScriptedLlm, ToolCallSpec, Turn};
 use serde_json::Value;
 
-use crate::connected_accounts::{Lab, until_card};
+use crate::connected_accounts::{Lab, card_url, landed_at, until_card};
 use crate::helpers::{Database, SseEvent, of};
 use crate::process::ask;
 use crate::replicas::{Cluster, cluster_with};
@@ -33,38 +31,12 @@ const PAST_EXPIRY: Duration = Duration::from_secs(6);
 
 /// The lab whose access tokens expire at the notes server after 5 s.
 fn short_lab() -> Option<Lab> {
-    let Ok(dir) = std::env::var("MAITRED_ACCOUNTS_SHORT_LAB") else {
-        eprintln!("MAITRED_ACCOUNTS_SHORT_LAB is not set: skipped");
-        return None;
-    };
-    let dir = PathBuf::from(dir);
-    let text = std::fs::read_to_string(dir.join("ready.json")).expect("the short lab's ready.json");
-    Some(Lab {
-        info: serde_json::from_str(&text).unwrap(),
-        dir,
-    })
+    Lab::from_var("MAITRED_ACCOUNTS_SHORT_LAB")
 }
 
 /// `lab.py count --state-dir <lab> <args>`, with the lab's own virtualenv.
 fn lab_count(lab: &Lab, args: &[&str]) -> usize {
-    let root = PathBuf::from(env!("CARGO_MANIFEST_DIR"));
-    let venvs =
-        std::env::var_os("MAITRED_VENV_DIR").map_or_else(|| root.join(".venv"), PathBuf::from);
-    let output = Command::new(venvs.join("connected-accounts/bin/python"))
-        .arg(root.join("tests/connected-accounts/lab.py"))
-        .arg("count")
-        .arg("--state-dir")
-        .arg(&lab.dir)
-        .args(args)
-        .output()
-        .expect("run lab.py count");
-    assert!(
-        output.status.success(),
-        "lab.py count {args:?}: {}",
-        String::from_utf8_lossy(&output.stderr)
-    );
-    String::from_utf8_lossy(&output.stdout)
-        .trim()
+    lab.run("count", args)
         .parse()
         .expect("lab.py count prints a number")
 }
@@ -191,42 +163,6 @@ fn gateway_toml(lab: &Lab) -> String {
     )
 }
 
-/// Signs `user` in at the lab's nanoidp through `authorize`, as a browser that
-/// trusts the lab's CA; returns where nanoidp sends them back.
-async fn sign_in(lab: &Lab, authorize: &str, user: &str) -> String {
-    let ca = std::fs::read(lab.dir.join("tls/ca.pem")).expect("the lab's CA");
-    let browser = reqwest::Client::builder()
-        .cookie_store(true)
-        .redirect(reqwest::redirect::Policy::none())
-        .tls_certs_only([reqwest::Certificate::from_pem(&ca).unwrap()])
-        .build()
-        .unwrap();
-    let page = browser.get(authorize).send().await.unwrap();
-    assert_eq!(page.status(), 200, "the login page");
-    let page = page.text().await.unwrap();
-    let marker = "name=\"transaction_id\" value=\"";
-    let start = page.find(marker).expect("the login form") + marker.len();
-    let end = start + page[start..].find('"').unwrap();
-    let transaction = page[start..end].replace("&amp;", "&");
-    let password = lab.info["users"][user].as_str().unwrap();
-    let posted = browser
-        .post(authorize)
-        .form(&[
-            ("transaction_id", transaction.as_str()),
-            ("username", user),
-            ("password", password),
-        ])
-        .send()
-        .await
-        .unwrap();
-    assert!(
-        posted.status().is_redirection(),
-        "signed in: {}",
-        posted.status()
-    );
-    posted.headers()["location"].to_str().unwrap().to_owned()
-}
-
 /// What the gateways logged about refreshing (never a token: maitred logs none).
 fn refresh_logs(cluster: &Cluster) -> String {
     let mut lines = Vec::new();
@@ -339,7 +275,7 @@ async fn fifty_questions_on_three_replicas_at_expiry_refresh_once() {
     }
     let llm = ScriptedLlm::start_responding(respond).await.unwrap();
     let data = tempfile::tempdir().unwrap();
-    let ca = lab.dir.join("tls/ca.pem").display().to_string();
+    let ca = lab.ca().display().to_string();
     let cluster = cluster_with(
         &llm,
         data.path(),
@@ -374,15 +310,12 @@ async fn fifty_questions_on_three_replicas_at_expiry_refresh_once() {
     .await;
     let (_, card) = until_card(&mut stream).await;
     assert_eq!(card["connect"]["server"], "notes", "{card}");
-    let callback = sign_in(&lab, card["url"].as_str().unwrap(), "alice").await;
-    let landed = cluster
-        .http
-        .get(&callback)
-        .bearer_auth(&token)
-        .send()
-        .await
-        .unwrap();
-    assert_eq!(landed.status(), 200, "{}", landed.text().await.unwrap());
+    // The test's browser trusts the short lab's CA itself, whichever the process was given.
+    let callback = lab
+        .sign_in_trusting(card_url(&card), "alice", Some(&lab.ca()))
+        .await;
+    let (status, page) = landed_at(&cluster.http, &callback, &token).await;
+    assert_eq!(status, 200, "{page}");
     let events = stream.rest().await;
     let results = of(&events, "tool_result");
     assert_eq!(results.len(), 2, "connect, then whoami: {events:?}");

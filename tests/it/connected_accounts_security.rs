@@ -14,19 +14,17 @@
 //!
 //! `scripts/check-connected-accounts` runs them with the lab in `MAITRED_ACCOUNTS_LAB`.
 
-use std::path::PathBuf;
 use std::time::Duration;
 
-use maitred_scripted_llm::{Script, ToolCallSpec, Turn};
+use maitred::settings::Settings;
+use maitred_scripted_llm::{ToolCallSpec, Turn};
 use serde_json::{Value, json};
 
-use crate::connected_accounts::{Lab, app_with, come_back, person, until_card};
+use crate::connected_accounts::{
+    Lab, Started, ask_until_card, call, card_url, connect_then, landed, person, until_card,
+};
 use crate::helpers::{Database, SseEvent, TestApp, of};
 use crate::token_exchange::claims_of;
-
-fn call(id: &str, tool: &str) -> Turn {
-    Turn::tool_calls([ToolCallSpec::new(id, tool, "{}")])
-}
 
 /// The value of `name` in `url`'s query.
 fn param(url: &str, name: &str) -> Option<String> {
@@ -110,13 +108,6 @@ fn token_requests(lab: &Lab, client: &str, grant: &str, status: &str) -> usize {
         .count()
 }
 
-/// The callback page's status and text.
-async fn landed(app: &TestApp, callback: &str, token: &str) -> (u16, String) {
-    let response = come_back(app, callback, token).await;
-    let status = response.status().as_u16();
-    (status, response.text().await.unwrap())
-}
-
 /// The person's answer to an input request (a card), on the inputs API.
 async fn answer_card(app: &TestApp, token: &str, id: &str, action: &str) -> (u16, Value) {
     let response = app
@@ -144,33 +135,41 @@ fn told_model(app: &TestApp, id: &str) -> String {
         .unwrap_or_default()
 }
 
-/// The lab's python (`lab.py revoke`), in the virtualenv `scripts/lib.sh` makes.
-fn lab_python() -> PathBuf {
-    let root = PathBuf::from(env!("CARGO_MANIFEST_DIR"));
-    let venvs =
-        std::env::var("MAITRED_VENV_DIR").map_or_else(|_| root.join(".venv"), PathBuf::from);
-    venvs.join("connected-accounts/bin/python")
-}
-
+/// `lab.py revoke`: revokes `user`'s refresh tokens for `client` at nanoidp; how many.
 fn lab_revoke(lab: &Lab, user: &str, client: &str) -> usize {
-    let script = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("tests/connected-accounts/lab.py");
-    let out = std::process::Command::new(lab_python())
-        .arg(script)
-        .args(["revoke", "--state-dir"])
-        .arg(&lab.dir)
-        .args(["--user", user, "--client", client])
-        .output()
-        .expect("run lab.py revoke");
-    assert!(
-        out.status.success(),
-        "lab.py revoke: {}",
-        String::from_utf8_lossy(&out.stderr)
-    );
-    String::from_utf8_lossy(&out.stdout).trim().parse().unwrap()
+    lab.run("revoke", &["--user", user, "--client", client])
+        .parse()
+        .unwrap()
 }
 
 fn results(events: &[SseEvent]) -> Vec<&Value> {
     of(events, "tool_result")
+}
+
+/// Authorization codes `client` brought to nanoidp's token endpoint, exchanged or not.
+fn codes_redeemed(lab: &Lab, client: &str) -> usize {
+    token_requests(lab, client, "authorization_code", "success")
+        + token_requests(lab, client, "authorization_code", "failed")
+}
+
+/// What the callback page says when the response names another issuer (RFC 9207).
+const ANOTHER_ISSUER: &[&str] = &["another authorization server", "iss"];
+/// What it says when the response names none.
+const NO_ISSUER: &[&str] = &["without naming its authorization server (iss)"];
+
+/// The callback `url`, in the person's browser, is refused with `status` and a page
+/// that says each of `says`.
+async fn assert_refused(chat: &Started, url: &str, status: u16, says: &[&str]) {
+    let (landed, page) = chat.landed(url).await;
+    assert_eq!(landed, status, "{page}");
+    assert!(says.iter().all(|s| page.contains(s)), "{page}");
+}
+
+/// The tool call ended without success (`result`), its summary saying `says`.
+fn assert_ended(result: &Value, says: &str) {
+    assert_ne!(result["status"], "ok", "{result}");
+    let summary = result["summary"].as_str().unwrap();
+    assert!(summary.contains(says), "{result}");
 }
 
 /// 1a. The person answers the "Connect notes" card with decline: the call ends, the
@@ -179,37 +178,35 @@ fn results(events: &[SseEvent]) -> Vec<&Value> {
 #[ignore = "needs the connected-accounts lab: run by scripts/check-connected-accounts"]
 async fn declining_the_card_ends_the_call_and_tells_the_model() {
     let Some(lab) = Lab::from_env() else { return };
-    let script = Script::new([
-        call("c1", "notes__connect"),
-        Turn::text("Fine, without notes."),
-    ]);
-    let app = app_with(&lab, &Database::Sqlite, script, |_| {}).await;
-    let token = person(&app, "operator").await;
-
-    let mut stream = app.ask(&token, "My notes?", None).await;
-    let (_, card) = until_card(&mut stream).await;
+    let script = connect_then([Turn::text("Fine, without notes.")]);
+    let mut chat = Started::new(&lab, script, "My notes?").await;
+    let card = &chat.card;
     assert_eq!(card["connect"]["reason"], "connect", "{card}");
-    let (status, body) = answer_card(&app, &token, card["id"].as_str().unwrap(), "decline").await;
+    let (status, body) = answer_card(
+        &chat.app,
+        &chat.token,
+        card["id"].as_str().unwrap(),
+        "decline",
+    )
+    .await;
     assert_eq!(
         (status, &body["status"]),
         (200, &json!("declined")),
         "{body}"
     );
 
-    let events = stream.rest().await;
+    let events = chat.stream.rest().await;
     assert_eq!(of(&events, "input_resolved")[0]["action"], "decline");
     let result = results(&events)[0];
-    assert_eq!(result["id"], card["tool_call_id"], "{result}");
-    assert_ne!(result["status"], "ok", "{result}");
-    let summary = result["summary"].as_str().unwrap();
-    assert!(summary.contains("chose not to connect"), "{result}");
-    let told = told_model(&app, "c1");
+    assert_eq!(result["id"], chat.card["tool_call_id"], "{result}");
+    assert_ended(result, "chose not to connect");
+    let told = told_model(&chat.app, "c1");
     assert!(
         told.contains("the person chose not to connect their account at notes"),
         "{told}"
     );
-    assert_eq!(accounts(&app).await, vec![], "nothing connected");
-    app.stop().await;
+    assert_eq!(accounts(&chat.app).await, vec![], "nothing connected");
+    chat.app.stop().await;
 }
 
 /// 1b. The authorization server sends the person back with `error=access_denied`
@@ -219,16 +216,9 @@ async fn declining_the_card_ends_the_call_and_tells_the_model() {
 #[ignore = "needs the connected-accounts lab: run by scripts/check-connected-accounts"]
 async fn access_denied_at_the_authorization_server_declines_the_card() {
     let Some(lab) = Lab::from_env() else { return };
-    let script = Script::new([
-        call("c1", "notes__connect"),
-        Turn::text("Fine, without notes."),
-    ]);
-    let app = app_with(&lab, &Database::Sqlite, script, |_| {}).await;
-    let token = person(&app, "operator").await;
-
-    let mut stream = app.ask(&token, "My notes?", None).await;
-    let (_, card) = until_card(&mut stream).await;
-    let url = card["url"].as_str().unwrap();
+    let script = connect_then([Turn::text("Fine, without notes.")]);
+    let mut chat = Started::new(&lab, script, "My notes?").await;
+    let url = chat.url();
     let state = param(url, "state").expect("a state");
     let redirect = param(url, "redirect_uri").expect("a redirect_uri");
     let issuer = lab.info["issuer"].as_str().unwrap();
@@ -239,30 +229,21 @@ async fn access_denied_at_the_authorization_server_declines_the_card() {
         .append_pair("error_description", "The user denied the request")
         .append_pair("state", &state)
         .append_pair("iss", issuer);
-    let (status, page) = landed(&app, denied.as_str(), &token).await;
+    let (status, page) = chat.landed(denied.as_str()).await;
     assert_eq!(status, 200, "{page}");
     assert!(page.contains("notes was not connected"), "{page}");
 
-    let events = stream.rest().await;
+    let events = chat.stream.rest().await;
     assert_eq!(of(&events, "input_resolved")[0]["action"], "decline");
     let result = results(&events)[0];
-    assert_ne!(result["status"], "ok", "{result}");
-    assert!(
-        result["summary"]
-            .as_str()
-            .unwrap()
-            .contains("chose not to connect"),
-        "{result}"
-    );
-    assert_eq!(accounts(&app).await, vec![], "nothing connected");
+    assert_ended(result, "chose not to connect");
+    assert_eq!(accounts(&chat.app).await, vec![], "nothing connected");
 
     // The sign-in is over: the same state cannot connect afterwards.
-    let callback = lab.sign_in(url, "alice").await;
-    let (status, page) = landed(&app, &callback, &token).await;
-    assert_eq!(status, 400, "{page}");
-    assert!(page.contains("already used"), "{page}");
-    assert_eq!(accounts(&app).await, vec![]);
-    app.stop().await;
+    let callback = chat.sign_in(&lab, "alice").await;
+    assert_refused(&chat, &callback, 400, &["already used"]).await;
+    assert_eq!(accounts(&chat.app).await, vec![]);
+    chat.app.stop().await;
 }
 
 /// 2. A `state` the gateway never issued is refused (400), and the real one brought
@@ -272,43 +253,38 @@ async fn access_denied_at_the_authorization_server_declines_the_card() {
 #[ignore = "needs the connected-accounts lab: run by scripts/check-connected-accounts"]
 async fn a_forged_state_or_another_persons_browser_is_refused() {
     let Some(lab) = Lab::from_env() else { return };
-    let script = Script::new([
-        call("c1", "notes__connect"),
-        call("c2", "notes__whoami"),
-        Turn::text("Done."),
-    ]);
-    let app = app_with(&lab, &Database::Sqlite, script, |_| {}).await;
-    let owner = person(&app, "operator").await;
-    let other = person(&app, "user").await;
-
-    let mut stream = app.ask(&owner, "Who am I at notes?", None).await;
-    let (_, card) = until_card(&mut stream).await;
-    let callback = lab.sign_in(card["url"].as_str().unwrap(), "alice").await;
+    let script = connect_then([call("c2", "notes__whoami"), Turn::text("Done.")]);
+    // The owner ("operator") asks; another person ("user") has a token of their own.
+    let mut chat = Started::new(&lab, script, "Who am I at notes?").await;
+    let other = person(&chat.app, "user").await;
+    let callback = chat.sign_in(&lab, "alice").await;
 
     let forged_state = uuid::Uuid::now_v7().simple().to_string();
     let forged = with_param(&callback, "state", Some(&forged_state));
-    let (status, page) = landed(&app, &forged, &owner).await;
-    assert_eq!(status, 400, "{page}");
-    assert!(page.contains("this sign-in link is unknown"), "{page}");
-    assert_eq!(accounts(&app).await, vec![]);
+    assert_refused(&chat, &forged, 400, &["this sign-in link is unknown"]).await;
+    assert_eq!(accounts(&chat.app).await, vec![]);
 
-    let (status, page) = landed(&app, &callback, &other).await;
+    let (status, page) = landed(&chat.app, &callback, &other).await;
     assert_eq!(status, 403, "{page}");
     assert!(page.contains("started by someone else"), "{page}");
-    assert_eq!(accounts(&app).await, vec![], "nothing connected for anyone");
+    assert_eq!(
+        accounts(&chat.app).await,
+        vec![],
+        "nothing connected for anyone"
+    );
 
-    let (status, page) = landed(&app, &callback, &owner).await;
+    let (status, page) = chat.landed(&callback).await;
     assert_eq!(status, 200, "{page}");
     assert!(page.contains("Connected notes"), "{page}");
-    let events = stream.rest().await;
+    let events = chat.stream.rest().await;
     assert_eq!(of(&events, "input_resolved")[0]["action"], "accept");
     let results = results(&events);
     assert_eq!(results.len(), 2, "{events:?}");
     assert!(results.iter().all(|r| r["status"] == "ok"), "{events:?}");
-    let stored = accounts(&app).await;
+    let stored = accounts(&chat.app).await;
     assert_eq!(stored.len(), 1, "{stored:?}");
-    assert_eq!(stored[0].owner, subject_of(&owner));
-    app.stop().await;
+    assert_eq!(stored[0].owner, subject_of(&chat.token));
+    chat.app.stop().await;
 }
 
 /// 3. The legitimate callback used twice: the second is refused before it reaches the
@@ -317,37 +293,34 @@ async fn a_forged_state_or_another_persons_browser_is_refused() {
 #[ignore = "needs the connected-accounts lab: run by scripts/check-connected-accounts"]
 async fn a_replayed_callback_is_refused_and_changes_nothing() {
     let Some(lab) = Lab::from_env() else { return };
-    let script = Script::new([call("c1", "notes__connect"), Turn::text("Connected.")]);
-    let app = app_with(&lab, &Database::Sqlite, script, |_| {}).await;
-    let token = person(&app, "operator").await;
-
-    let mut stream = app.ask(&token, "Connect notes", None).await;
-    let (_, card) = until_card(&mut stream).await;
-    let callback = lab.sign_in(card["url"].as_str().unwrap(), "alice").await;
-    let (status, page) = landed(&app, &callback, &token).await;
+    let script = connect_then([Turn::text("Connected.")]);
+    let mut chat = Started::new(&lab, script, "Connect notes").await;
+    let callback = chat.sign_in(&lab, "alice").await;
+    let (status, page) = chat.landed(&callback).await;
     assert_eq!(status, 200, "{page}");
-    let events = stream.rest().await;
+    let events = chat.stream.rest().await;
     assert_eq!(results(&events)[0]["status"], "ok", "{events:?}");
-    let first = accounts(&app).await;
+    let first = accounts(&chat.app).await;
     assert_eq!(first.len(), 1, "{first:?}");
     assert_eq!(first[0].generation, 1);
-    let client = client_id(&app).await;
+    let client = client_id(&chat.app).await;
     assert_eq!(
         token_requests(&lab, &client, "authorization_code", "success"),
         1
     );
 
-    let (status, page) = landed(&app, &callback, &token).await;
-    assert_eq!(status, 400, "{page}");
-    assert!(page.contains("already used"), "{page}");
-    assert_eq!(accounts(&app).await, first, "the account is the first one");
+    assert_refused(&chat, &callback, 400, &["already used"]).await;
     assert_eq!(
-        token_requests(&lab, &client, "authorization_code", "success")
-            + token_requests(&lab, &client, "authorization_code", "failed"),
+        accounts(&chat.app).await,
+        first,
+        "the account is the first one"
+    );
+    assert_eq!(
+        codes_redeemed(&lab, &client),
         1,
         "the replayed code never reached nanoidp"
     );
-    app.stop().await;
+    chat.app.stop().await;
 }
 
 /// 4. RFC 9207: a callback naming another issuer, or none (nanoidp advertises
@@ -358,53 +331,30 @@ async fn a_replayed_callback_is_refused_and_changes_nothing() {
 #[ignore = "needs the connected-accounts lab: run by scripts/check-connected-accounts"]
 async fn a_callback_from_another_issuer_or_none_is_refused() {
     let Some(lab) = Lab::from_env() else { return };
-    let script = Script::new([
-        call("c1", "notes__connect"),
-        call("c2", "notes__whoami"),
-        Turn::text("Done."),
-    ]);
-    let app = app_with(&lab, &Database::Sqlite, script, |_| {}).await;
-    let token = person(&app, "operator").await;
-
-    let mut stream = app.ask(&token, "Who am I at notes?", None).await;
-    let (_, card) = until_card(&mut stream).await;
-    let callback = lab.sign_in(card["url"].as_str().unwrap(), "alice").await;
+    let script = connect_then([call("c2", "notes__whoami"), Turn::text("Done.")]);
+    let mut chat = Started::new(&lab, script, "Who am I at notes?").await;
+    let callback = chat.sign_in(&lab, "alice").await;
     let issuer = lab.info["issuer"].as_str().unwrap();
     assert_eq!(param(&callback, "iss").as_deref(), Some(issuer));
 
     let elsewhere = with_param(&callback, "iss", Some("https://idp.attacker.example"));
-    let (status, page) = landed(&app, &elsewhere, &token).await;
-    assert_eq!(status, 400, "{page}");
-    assert!(
-        page.contains("another authorization server") && page.contains("iss"),
-        "{page}"
-    );
-    assert_eq!(accounts(&app).await, vec![]);
+    assert_refused(&chat, &elsewhere, 400, ANOTHER_ISSUER).await;
+    assert_eq!(accounts(&chat.app).await, vec![]);
 
     let nameless = with_param(&callback, "iss", None);
-    let (status, page) = landed(&app, &nameless, &token).await;
-    assert_eq!(status, 400, "{page}");
-    assert!(
-        page.contains("without naming its authorization server (iss)"),
-        "{page}"
-    );
-    assert_eq!(accounts(&app).await, vec![]);
-    let client = client_id(&app).await;
-    assert_eq!(
-        token_requests(&lab, &client, "authorization_code", "success")
-            + token_requests(&lab, &client, "authorization_code", "failed"),
-        0,
-        "neither reached nanoidp"
-    );
+    assert_refused(&chat, &nameless, 400, NO_ISSUER).await;
+    assert_eq!(accounts(&chat.app).await, vec![]);
+    let client = client_id(&chat.app).await;
+    assert_eq!(codes_redeemed(&lab, &client), 0, "neither reached nanoidp");
 
-    let (status, page) = landed(&app, &callback, &token).await;
+    let (status, page) = chat.landed(&callback).await;
     assert_eq!(status, 200, "{page}");
-    let events = stream.rest().await;
+    let events = chat.stream.rest().await;
     let results = results(&events);
     assert_eq!(results.len(), 2, "{events:?}");
     assert!(results.iter().all(|r| r["status"] == "ok"), "{events:?}");
-    assert_eq!(accounts(&app).await.len(), 1);
-    app.stop().await;
+    assert_eq!(accounts(&chat.app).await.len(), 1);
+    chat.app.stop().await;
 }
 
 /// 4b. RFC 9207 covers error responses too (§2: "including error responses"; §2.4:
@@ -415,14 +365,10 @@ async fn a_callback_from_another_issuer_or_none_is_refused() {
 #[ignore = "needs the connected-accounts lab: run by scripts/check-connected-accounts"]
 async fn a_denial_from_another_issuer_is_refused() {
     let Some(lab) = Lab::from_env() else { return };
-    let script = Script::new([call("c1", "notes__connect"), Turn::text("Connected.")]);
-    let app = app_with(&lab, &Database::Sqlite, script, |_| {}).await;
-    let token = person(&app, "operator").await;
-
-    let mut stream = app.ask(&token, "Connect notes", None).await;
-    let (_, card) = until_card(&mut stream).await;
-    let url = card["url"].as_str().unwrap();
-    let callback = lab.sign_in(url, "alice").await;
+    let script = connect_then([Turn::text("Connected.")]);
+    let mut chat = Started::new(&lab, script, "Connect notes").await;
+    let url = chat.url();
+    let callback = chat.sign_in(&lab, "alice").await;
     let mut denied = url::Url::parse(&param(url, "redirect_uri").unwrap()).unwrap();
     denied
         .query_pairs_mut()
@@ -430,25 +376,15 @@ async fn a_denial_from_another_issuer_is_refused() {
         .append_pair("state", &param(url, "state").unwrap());
     let nameless = denied.to_string();
     let elsewhere = with_param(&nameless, "iss", Some("https://idp.attacker.example"));
-    let (status, page) = landed(&app, &elsewhere, &token).await;
-    assert_eq!(status, 400, "{page}");
-    assert!(
-        page.contains("another authorization server") && page.contains("iss"),
-        "{page}"
-    );
-    let (status, page) = landed(&app, &nameless, &token).await;
-    assert_eq!(status, 400, "{page}");
-    assert!(
-        page.contains("without naming its authorization server (iss)"),
-        "{page}"
-    );
+    assert_refused(&chat, &elsewhere, 400, ANOTHER_ISSUER).await;
+    assert_refused(&chat, &nameless, 400, NO_ISSUER).await;
 
-    let (status, page) = landed(&app, &callback, &token).await;
+    let (status, page) = chat.landed(&callback).await;
     assert_eq!(status, 200, "the sign-in goes on: {page}");
-    let events = stream.rest().await;
+    let events = chat.stream.rest().await;
     assert_eq!(of(&events, "input_resolved")[0]["action"], "accept");
     assert_eq!(results(&events)[0]["status"], "ok", "{events:?}");
-    app.stop().await;
+    chat.app.stop().await;
 }
 
 /// 5. A sign-in link used after `MAITRED_CONNECT_TIMEOUT`: refused as expired before
@@ -457,43 +393,29 @@ async fn a_denial_from_another_issuer_is_refused() {
 #[ignore = "needs the connected-accounts lab: run by scripts/check-connected-accounts"]
 async fn an_expired_sign_in_is_refused() {
     let Some(lab) = Lab::from_env() else { return };
-    let script = Script::new([call("c1", "notes__connect"), Turn::text("Not connected.")]);
-    let app = app_with(&lab, &Database::Sqlite, script, |s| {
+    let script = connect_then([Turn::text("Not connected.")]);
+    let expiring = |s: &mut Settings| {
         s.gateway.connect_timeout = Duration::from_secs(1);
         // The card itself waits a little longer, then ends the call.
         s.gateway.input_timeout = Duration::from_secs(6);
-    })
-    .await;
-    let token = person(&app, "operator").await;
-
-    let mut stream = app.ask(&token, "Connect notes", None).await;
-    let (_, card) = until_card(&mut stream).await;
-    let callback = lab.sign_in(card["url"].as_str().unwrap(), "alice").await;
+    };
+    let mut chat = Started::with(&lab, &Database::Sqlite, script, expiring, "Connect notes").await;
+    let callback = chat.sign_in(&lab, "alice").await;
     tokio::time::sleep(Duration::from_secs(2)).await;
-    let (status, page) = landed(&app, &callback, &token).await;
-    assert_eq!(status, 400, "{page}");
-    assert!(page.contains("expired"), "{page}");
-    assert_eq!(accounts(&app).await, vec![]);
-    let client = client_id(&app).await;
+    assert_refused(&chat, &callback, 400, &["expired"]).await;
+    assert_eq!(accounts(&chat.app).await, vec![]);
+    let client = client_id(&chat.app).await;
     assert_eq!(
-        token_requests(&lab, &client, "authorization_code", "success")
-            + token_requests(&lab, &client, "authorization_code", "failed"),
+        codes_redeemed(&lab, &client),
         0,
         "the code was not exchanged"
     );
 
-    let events = stream.rest().await;
+    let events = chat.stream.rest().await;
     let result = results(&events)[0];
-    assert_ne!(result["status"], "ok", "{result}");
-    assert!(
-        result["summary"]
-            .as_str()
-            .unwrap()
-            .contains("did not finish signing in"),
-        "{result}"
-    );
-    assert_eq!(accounts(&app).await, vec![]);
-    app.stop().await;
+    assert_ended(result, "did not finish signing in");
+    assert_eq!(accounts(&chat.app).await, vec![]);
+    chat.app.stop().await;
 }
 
 /// 6. The person's refresh token is revoked at nanoidp: the next refresh is refused,
@@ -502,23 +424,18 @@ async fn an_expired_sign_in_is_refused() {
 #[ignore = "needs the connected-accounts lab: run by scripts/check-connected-accounts"]
 async fn a_revoked_refresh_token_asks_the_person_to_reconnect() {
     let Some(lab) = Lab::from_env() else { return };
-    let script = Script::new([
-        call("c1", "notes__connect"),
+    let script = connect_then([
         Turn::text("Connected."),
         call("c2", "notes__whoami"),
         Turn::text("You are alice."),
     ]);
-    let app = app_with(&lab, &Database::Sqlite, script, |_| {}).await;
-    let token = person(&app, "operator").await;
-
-    let mut stream = app.ask(&token, "Connect notes", None).await;
-    let (_, card) = until_card(&mut stream).await;
-    let callback = lab.sign_in(card["url"].as_str().unwrap(), "alice").await;
-    assert_eq!(landed(&app, &callback, &token).await.0, 200);
-    let events = stream.rest().await;
+    let mut chat = Started::new(&lab, script, "Connect notes").await;
+    chat.connect(&lab, "alice").await;
+    let events = chat.stream.rest().await;
     assert_eq!(results(&events)[0]["status"], "ok", "{events:?}");
 
-    let client = client_id(&app).await;
+    let (app, token) = (&chat.app, chat.token.as_str());
+    let client = client_id(app).await;
     let failed_before = token_requests(&lab, &client, "refresh_token", "failed");
     assert!(
         lab_revoke(&lab, "alice", &client) >= 1,
@@ -530,8 +447,7 @@ async fn a_revoked_refresh_token_asks_the_person_to_reconnect() {
         .await
         .unwrap();
 
-    let mut stream = app.ask(&token, "Who am I at notes?", None).await;
-    let (_, card) = until_card(&mut stream).await;
+    let (mut stream, _, card) = ask_until_card(app, token, "Who am I at notes?").await;
     assert_eq!(card["connect"]["reason"], "reconnect", "{card}");
     assert_eq!(card["tool"], "whoami", "{card}");
     assert_eq!(
@@ -539,19 +455,15 @@ async fn a_revoked_refresh_token_asks_the_person_to_reconnect() {
         failed_before + 1,
         "nanoidp refused one refresh"
     );
-    assert_eq!(
-        accounts(&app).await,
-        vec![],
-        "the dead account is forgotten"
-    );
+    assert_eq!(accounts(app).await, vec![], "the dead account is forgotten");
 
-    let callback = lab.sign_in(card["url"].as_str().unwrap(), "alice").await;
-    assert_eq!(landed(&app, &callback, &token).await.0, 200);
+    let callback = lab.sign_in(card_url(&card), "alice").await;
+    assert_eq!(landed(app, &callback, token).await.0, 200);
     let events = stream.rest().await;
     let result = results(&events)[0];
     assert_eq!(result["status"], "ok", "{events:?}");
-    assert_eq!(accounts(&app).await.len(), 1);
-    app.stop().await;
+    assert_eq!(accounts(app).await.len(), 1);
+    chat.app.stop().await;
 }
 
 /// 7. A tool that needs more than was granted (nanoidp's 403 `insufficient_scope`):
@@ -561,8 +473,7 @@ async fn a_revoked_refresh_token_asks_the_person_to_reconnect() {
 #[ignore = "needs the connected-accounts lab: run by scripts/check-connected-accounts"]
 async fn a_tool_needing_more_scope_steps_up_and_goes_on() {
     let Some(lab) = Lab::from_env() else { return };
-    let script = Script::new([
-        call("c1", "notes__connect"),
+    let script = connect_then([
         Turn::tool_calls([ToolCallSpec::new(
             "c2",
             "notes__add_note",
@@ -570,16 +481,14 @@ async fn a_tool_needing_more_scope_steps_up_and_goes_on() {
         )]),
         Turn::text("Noted."),
     ]);
-    let app = app_with(&lab, &Database::Sqlite, script, |_| {}).await;
-    let token = person(&app, "operator").await;
+    // Nothing reaches notes before the person signs in, so counting from the card
+    // counts every call of this test.
+    let mut chat = Started::new(&lab, script, "Note x").await;
     let calls_before = lab.log("calls_log").len();
-
-    let mut stream = app.ask(&token, "Note x", None).await;
-    let (_, card) = until_card(&mut stream).await;
-    let scope = param(card["url"].as_str().unwrap(), "scope").unwrap();
+    let scope = param(chat.url(), "scope").unwrap();
     assert!(!scope.contains("notes:write"), "{scope}");
-    let callback = lab.sign_in(card["url"].as_str().unwrap(), "bob").await;
-    assert_eq!(landed(&app, &callback, &token).await.0, 200);
+    chat.connect(&lab, "bob").await;
+    let (app, token, stream) = (&chat.app, chat.token.as_str(), &mut chat.stream);
 
     // add_note writes: the person approves it first.
     let approval = stream.until("approval_required").await;
@@ -590,13 +499,13 @@ async fn a_tool_needing_more_scope_steps_up_and_goes_on() {
     let approved = app
         .gateway_post(
             &format!("/api/v1/resos/chat/approvals/{id}"),
-            &token,
+            token,
             &json!({ "approve": true }),
         )
         .await;
     assert_eq!(approved.status(), 200);
 
-    let (_, card) = until_card(&mut stream).await;
+    let (_, card) = until_card(stream).await;
     assert_eq!(card["connect"]["reason"], "more_access", "{card}");
     assert_eq!(card["tool"], "add_note", "{card}");
     let url = card["url"].as_str().unwrap();
@@ -604,7 +513,7 @@ async fn a_tool_needing_more_scope_steps_up_and_goes_on() {
     assert!(scope.split(' ').any(|s| s == "notes:write"), "{scope}");
     assert!(scope.split(' ').any(|s| s == "notes:read"), "{scope}");
     let callback = lab.sign_in(url, "bob").await;
-    assert_eq!(landed(&app, &callback, &token).await.0, 200);
+    assert_eq!(landed(app, &callback, token).await.0, 200);
 
     let events = stream.rest().await;
     assert_eq!(of(&events, "input_resolved")[0]["action"], "accept");
@@ -623,7 +532,7 @@ async fn a_tool_needing_more_scope_steps_up_and_goes_on() {
         add[1]["scopes"].to_string().contains("notes:write"),
         "{calls:?}"
     );
-    app.stop().await;
+    chat.app.stop().await;
 }
 
 /// Whether `text` holds a token (all of them here are JWTs) or names a refresh token.
@@ -637,21 +546,16 @@ fn leaks(text: &str) -> bool {
 #[ignore = "needs the connected-accounts lab: run by scripts/check-connected-accounts"]
 async fn no_response_carries_a_token() {
     let Some(lab) = Lab::from_env() else { return };
-    let script = Script::new([
-        call("c1", "notes__connect"),
+    let script = connect_then([
         call("c2", "notes__whoami"),
         Turn::text("You are alice at notes."),
     ]);
-    let app = app_with(&lab, &Database::Sqlite, script, |_| {}).await;
-    let token = person(&app, "operator").await;
-
-    let mut stream = app.ask(&token, "Who am I at notes?", None).await;
-    let (mut events, card) = until_card(&mut stream).await;
-    let callback = lab.sign_in(card["url"].as_str().unwrap(), "alice").await;
-    let (status, page) = landed(&app, &callback, &token).await;
-    assert_eq!(status, 200);
+    let mut chat = Started::new(&lab, script, "Who am I at notes?").await;
+    let page = chat.connect(&lab, "alice").await;
     assert!(!leaks(&page), "{page}");
-    events.extend(stream.rest().await);
+    let mut events = std::mem::take(&mut chat.events);
+    events.extend(chat.stream.rest().await);
+    let (app, token) = (&chat.app, chat.token.as_str());
     assert!(
         results(&events).iter().all(|r| r["status"] == "ok"),
         "{events:?}"
@@ -661,7 +565,7 @@ async fn no_response_carries_a_token() {
         assert!(!leaks(&body), "{}: {body}", event.event);
     }
 
-    let list = app.gateway_get("/api/v1/resos/accounts", &token).await;
+    let list = app.gateway_get("/api/v1/resos/accounts", token).await;
     assert_eq!(list.status(), 200);
     let list = list.text().await.unwrap();
     assert!(!leaks(&list), "{list}");
@@ -684,7 +588,7 @@ async fn no_response_carries_a_token() {
     let view = app
         .gateway_get(
             &format!("/api/v1/resos/conversations/{conversation}"),
-            &token,
+            token,
         )
         .await;
     assert_eq!(view.status(), 200);
@@ -692,15 +596,15 @@ async fn no_response_carries_a_token() {
     assert!(view.contains("whoami"), "{view}");
     assert!(!leaks(&view), "{view}");
 
-    let admin = person(&app, "admin").await;
+    let admin = person(app, "admin").await;
     let everyone = app
         .gateway_get("/api/v1/resos/admin/accounts", &admin)
         .await;
     assert_eq!(everyone.status(), 200);
     let everyone = everyone.text().await.unwrap();
-    assert!(everyone.contains(&subject_of(&token)), "{everyone}");
+    assert!(everyone.contains(&subject_of(token)), "{everyone}");
     assert!(!leaks(&everyone), "{everyone}");
-    app.stop().await;
+    chat.app.stop().await;
 }
 
 /// 9. At rest the credentials are sealed (`v1.<kid>.…`, no JWT in sight), and bound
@@ -721,23 +625,19 @@ async fn sealed_credentials_do_not_open_for_another_owner() {
 }
 
 async fn sealed_for_their_owner(lab: &Lab, database: &Database) {
-    let script = Script::new([
-        call("c1", "notes__connect"),
+    let script = connect_then([
         Turn::text("Connected."),
         call("c2", "notes__connect"),
         Turn::text("Connect first."),
     ]);
-    let app = app_with(lab, database, script, |_| {}).await;
-    let alice = person(&app, "operator").await;
-    let bob = person(&app, "user").await;
+    // Alice is the person "operator" connects as; bob, the person "user".
+    let mut chat = Started::with(lab, database, script, |_| {}, "Connect notes").await;
+    let bob = person(&chat.app, "user").await;
+    chat.connect(lab, "alice").await;
+    chat.stream.rest().await;
+    let (app, alice) = (&chat.app, chat.token.as_str());
 
-    let mut stream = app.ask(&alice, "Connect notes", None).await;
-    let (_, card) = until_card(&mut stream).await;
-    let callback = lab.sign_in(card["url"].as_str().unwrap(), "alice").await;
-    assert_eq!(landed(&app, &callback, &alice).await.0, 200);
-    stream.rest().await;
-
-    let stored = accounts(&app).await;
+    let stored = accounts(app).await;
     assert_eq!(stored.len(), 1, "{stored:?}");
     let sealed = &stored[0].credentials;
     assert!(sealed.starts_with("v1."), "{sealed}");
@@ -752,14 +652,13 @@ async fn sealed_for_their_owner(lab: &Lab, database: &Database) {
          connected_at, NULL, 0 FROM connected_accounts WHERE owner = $2",
     )
     .bind(subject_of(&bob))
-    .bind(subject_of(&alice))
+    .bind(subject_of(alice))
     .execute(app.db.pool())
     .await
     .unwrap();
     let calls_before = lab.log("calls_log").len();
 
-    let mut stream = app.ask(&bob, "My notes?", None).await;
-    let (_, card) = until_card(&mut stream).await;
+    let (mut stream, _, card) = ask_until_card(app, &bob, "My notes?").await;
     assert_eq!(card["connect"]["server"], "notes", "{card}");
     // The row is there but is no sign-in of bob's: he is asked to connect again.
     assert_eq!(card["connect"]["reason"], "reconnect", "{card}");
@@ -771,7 +670,7 @@ async fn sealed_for_their_owner(lab: &Lab, database: &Database) {
         .collect();
     assert!(offered.iter().any(|t| t == "notes__connect"), "{offered:?}");
     assert!(!offered.iter().any(|t| t == "notes__whoami"), "{offered:?}");
-    let (status, _) = answer_card(&app, &bob, card["id"].as_str().unwrap(), "decline").await;
+    let (status, _) = answer_card(app, &bob, card["id"].as_str().unwrap(), "decline").await;
     assert_eq!(status, 200);
     stream.rest().await;
     assert_eq!(
@@ -779,8 +678,8 @@ async fn sealed_for_their_owner(lab: &Lab, database: &Database) {
         calls_before,
         "nothing was called at notes for bob"
     );
-    let after = accounts(&app).await;
-    let alices = after.iter().find(|r| r.owner == subject_of(&alice));
+    let after = accounts(app).await;
+    let alices = after.iter().find(|r| r.owner == subject_of(alice));
     assert_eq!(alices, Some(&stored[0]), "alice's account is untouched");
-    app.stop().await;
+    chat.app.stop().await;
 }
