@@ -74,18 +74,16 @@ impl Accounts {
         scopes.retain(|s| seen.insert(s.clone()));
         let timeout = i64::try_from(self.connect_timeout.as_millis()).unwrap_or(i64::MAX);
         let expires_at = now_ms().saturating_add(timeout);
-        let states = PendingStates {
-            rows: self.rows.clone(),
-            keys: self.keys.clone(),
-            owner: owner.to_owned(),
-            server: server.name.clone(),
-            call: call.map(str::to_owned),
+        let states = self.pending_states(
+            owner,
+            &server.name,
+            call.map(str::to_owned),
             expires_at,
-            client_id: client.config.client_id.clone(),
-        };
+            &client.config.client_id,
+        );
         let credentials = self.no_credentials(owner, &server.name);
         let manager = self
-            .manager(&server, &discovered, &client, credentials, states)
+            .manager(&server, &discovered, &client, credentials, Some(states))
             .await?;
         let scope_refs: Vec<&str> = scopes.iter().map(String::as_str).collect();
         let url = manager
@@ -160,18 +158,16 @@ impl Accounts {
         let client = self
             .client_with_id(&server, &discovered, &row.client_id)
             .await?;
-        let states = PendingStates {
-            rows: self.rows.clone(),
-            keys: self.keys.clone(),
-            owner: owner.to_owned(),
-            server: server.name.clone(),
-            call: row.tool_call_id.clone(),
-            expires_at: row.expires_at,
-            client_id: row.client_id.clone(),
-        };
+        let states = self.pending_states(
+            owner,
+            &server.name,
+            row.tool_call_id.clone(),
+            row.expires_at,
+            &row.client_id,
+        );
         let credentials = self.no_credentials(owner, &server.name);
         let manager = self
-            .manager(&server, &discovered, &client, credentials, states)
+            .manager(&server, &discovered, &client, credentials, Some(states))
             .await?;
         if let Err(error) = manager
             .exchange_code_for_token_with_issuer(code, state, query.iss.as_deref())
@@ -187,6 +183,27 @@ impl Accounts {
             call: row.tool_call_id,
             connected: true,
         })
+    }
+
+    /// Where `owner`'s sign-in at `server` keeps its state, for `call` (if a call
+    /// waits for it) until `expires_at`, made with client `client_id`.
+    fn pending_states(
+        &self,
+        owner: &str,
+        server: &str,
+        call: Option<String>,
+        expires_at: i64,
+        client_id: &str,
+    ) -> PendingStates {
+        PendingStates {
+            rows: self.rows.clone(),
+            keys: self.keys.clone(),
+            owner: owner.to_owned(),
+            server: server.to_owned(),
+            call,
+            expires_at,
+            client_id: client_id.to_owned(),
+        }
     }
 
     /// The store a new sign-in saves into.

@@ -13,12 +13,13 @@ use std::time::{Duration, Instant};
 
 use maitred_core::settings::mcp_servers::{Registration, secret};
 use rmcp::transport::auth::{
-    AuthorizationManager, AuthorizationMetadata, CredentialStore, OAuthClientConfig, StateStore,
+    AuthorizationManager, AuthorizationMetadata, CredentialStore, OAuthClientConfig,
 };
 use secrecy::ExposeSecret;
 
 use super::error::AccountError;
 use super::sealed::Purpose;
+use super::states::PendingStates;
 use super::store::ClientRow;
 use super::view::ClientKind;
 use super::{AccountServer, Accounts};
@@ -144,13 +145,18 @@ impl Accounts {
         self.public_url.starts_with("https://") || self.loopback_http
     }
 
+    /// The gateway as client `client_id`, with its redirect URI and application type.
+    fn public_client(&self, client_id: impl Into<String>) -> OAuthClientConfig {
+        OAuthClientConfig::new(client_id, self.redirect_uri())
+            .with_application_type(self.application_type())
+    }
+
     /// How the gateway signs people in at `server`: see the module's order.
     pub(crate) async fn client(
         &self,
         server: &AccountServer,
         discovered: &Discovered,
     ) -> Result<Client, AccountError> {
-        let redirect = self.redirect_uri();
         let registration = server.auth.registration;
         let configured = server.auth.client_id.as_ref();
         let wants = |kind: Registration| registration == Registration::Auto || registration == kind;
@@ -164,8 +170,7 @@ impl Accounts {
             let url = self.metadata_document_url();
             return Ok(Client {
                 kind: ClientKind::MetadataDocument,
-                config: OAuthClientConfig::new(url, redirect)
-                    .with_application_type(self.application_type()),
+                config: self.public_client(url),
             });
         }
         if wants(Registration::Dynamic) && discovered.metadata.registration_endpoint.is_some() {
@@ -188,8 +193,7 @@ impl Accounts {
         server: &AccountServer,
         client_id: &str,
     ) -> Result<Client, AccountError> {
-        let mut config = OAuthClientConfig::new(client_id, self.redirect_uri())
-            .with_application_type(self.application_type());
+        let mut config = self.public_client(client_id);
         if server.auth.client_secret.is_some() || server.auth.client_secret_env.is_some() {
             let secret = secret(
                 &server.auth.client_secret,
@@ -224,10 +228,7 @@ impl Accounts {
         // rmcp registers with the manager's application type, which only a client
         // configuration sets: a placeholder configuration carries it.
         manager
-            .configure_client(
-                OAuthClientConfig::new("unregistered", self.redirect_uri())
-                    .with_application_type(self.application_type()),
-            )
+            .configure_client(self.public_client("unregistered"))
             .map_err(|e| AccountError::at(&server.name, e))?;
         // No scope in the registration: some servers limit a client to the scopes
         // it registered with, which would refuse every later step up.
@@ -270,8 +271,7 @@ impl Accounts {
         issuer: &str,
         row: &ClientRow,
     ) -> Result<Client, AccountError> {
-        let mut config = OAuthClientConfig::new(&row.client_id, self.redirect_uri())
-            .with_application_type(self.application_type());
+        let mut config = self.public_client(&row.client_id);
         if let Some(sealed) = &row.secret {
             let secret = self
                 .keys
@@ -299,8 +299,7 @@ impl Accounts {
         if client_id == self.metadata_document_url() {
             return Ok(Client {
                 kind: ClientKind::MetadataDocument,
-                config: OAuthClientConfig::new(client_id, self.redirect_uri())
-                    .with_application_type(self.application_type()),
+                config: self.public_client(client_id),
             });
         }
         match self.rows.client(&server.name, &discovered.issuer).await? {
@@ -310,8 +309,7 @@ impl Accounts {
             // A registration since forgotten: a public client has no secret to lose.
             _ => Ok(Client {
                 kind: ClientKind::Dynamic,
-                config: OAuthClientConfig::new(client_id, self.redirect_uri())
-                    .with_application_type(self.application_type()),
+                config: self.public_client(client_id),
             }),
         }
     }
@@ -352,12 +350,15 @@ impl Accounts {
         discovered: &Discovered,
         client: &Client,
         credentials: impl CredentialStore + 'static,
-        states: impl StateStore + 'static,
+        states: Option<PendingStates>,
     ) -> Result<AuthorizationManager, AccountError> {
         let mut manager = self.bare_manager(server).await?;
         manager.set_metadata(discovered.metadata.clone());
         manager.set_credential_store(credentials);
-        manager.set_state_store(states);
+        // Only a sign-in has state to keep; a refresh has none.
+        if let Some(states) = states {
+            manager.set_state_store(states);
+        }
         manager
             .configure_client(client.config.clone())
             .map_err(|e| AccountError::at(&server.name, e))?;

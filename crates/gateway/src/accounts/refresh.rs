@@ -15,7 +15,7 @@ use secrecy::{ExposeSecret, SecretString};
 
 use super::Accounts;
 use super::error::AccountError;
-use super::states::{PendingStates, RowCredentials};
+use super::states::RowCredentials;
 use super::store::{AccountRow, now_ms};
 
 /// How long a replica may hold the right to refresh before another may take it:
@@ -165,17 +165,8 @@ impl Accounts {
             loaded: Some(loaded),
             generation: Some(row.generation),
         };
-        let states = PendingStates {
-            rows: self.rows.clone(),
-            keys: self.keys.clone(),
-            owner: row.owner.clone(),
-            server: row.server.clone(),
-            call: None,
-            expires_at: 0,
-            client_id: row.client_id.clone(),
-        };
         let manager = self
-            .manager(&server, &discovered, &client, credentials, states)
+            .manager(&server, &discovered, &client, credentials, None)
             .await?;
         match manager.refresh_token().await {
             Ok(token) => {
