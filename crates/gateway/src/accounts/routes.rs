@@ -9,6 +9,7 @@
 //!
 //! No response carries a token.
 
+use askama::Template;
 use axum::Json;
 use axum::extract::{Path, Query, State};
 use axum::http::{HeaderValue, StatusCode, header};
@@ -225,16 +226,19 @@ pub(crate) async fn callback(
     }
 }
 
+#[derive(Template)]
+#[template(path = "account_callback.html")]
+struct CallbackPage<'a> {
+    title: &'a str,
+    text: &'a str,
+}
+
 fn page(status: StatusCode, title: &str, text: &str) -> Response {
-    let body = format!(
-        "<!doctype html><html lang=\"en\"><head><meta charset=\"utf-8\"><title>{title}</title>\
-         <meta name=\"viewport\" content=\"width=device-width, initial-scale=1\"></head>\
-         <body style=\"font-family: system-ui, sans-serif; max-width: 32rem; margin: 4rem auto; padding: 0 1rem\">\
-         <h1>{title}</h1><p>{text}</p><p><a href=\"/\">Back to the chat</a></p></body></html>",
-        title = escape(title),
-        text = escape(text),
-    );
-    let mut response = (status, Html(body)).into_response();
+    let html = match (CallbackPage { title, text }).render() {
+        Ok(html) => html,
+        Err(_) => return (status, format!("{title}: {text}")).into_response(),
+    };
+    let mut response = (status, Html(html)).into_response();
     // The page may carry nothing that outlives it: no caching, no referrer (its URL
     // held the code).
     let headers = response.headers_mut();
@@ -244,19 +248,4 @@ fn page(status: StatusCode, title: &str, text: &str) -> Response {
         HeaderValue::from_static("no-referrer"),
     );
     response
-}
-
-fn escape(text: &str) -> String {
-    let mut out = String::with_capacity(text.len());
-    for c in text.chars() {
-        match c {
-            '&' => out.push_str("&amp;"),
-            '<' => out.push_str("&lt;"),
-            '>' => out.push_str("&gt;"),
-            '"' => out.push_str("&quot;"),
-            '\'' => out.push_str("&#39;"),
-            c => out.push(c),
-        }
-    }
-    out
 }
