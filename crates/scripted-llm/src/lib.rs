@@ -35,7 +35,10 @@
 //!   request gets OpenAI's 400/401 error and does not consume a turn. A script
 //!   made `like(Server::LlamaCppPython)` first refuses what that server refuses,
 //!   with its HTTP 500 and `{"error":{"message",…,"type":"internal_server_error"}}`
-//!   body (see [`Server`]), also without consuming a turn. Otherwise
+//!   body (see [`Server`]), also without consuming a turn; streamed, such a request
+//!   fails after its headers: a 200 whose chunked body ends with no event, and then
+//!   the connection closes (10 ms later, as uvicorn does once it has logged the
+//!   error), so a request written onto it meanwhile gets no answer. Otherwise
 //!   it consumes the next turn; with none left the answer is a 500 whose code
 //!   is `script_exhausted`.
 //! - `GET /v1/models`: a single model, `scripted`.
@@ -59,7 +62,8 @@
 //! inside its `choices` array. `first_token_delay` waits after the headers
 //! and before the first data line; `paced` waits between data lines; `hang`
 //! sends the headers and then nothing until the client leaves or the server
-//! stops.
+//! stops; `hang_up` closes the connection on receiving the request, with no answer
+//! at all (the turn is used up, as a server that failed on the request).
 //!
 //! A request without `"stream": true` gets a complete `chat.completion` object
 //! instead. There `cut_after` (any n) sends half the body and then aborts,
@@ -91,7 +95,8 @@
 //!     { "text": "Counted", "usage": { "prompt_tokens": 10, "completion_tokens": 2 } },
 //!     { "status": 429, "retry_after": 2, "message": "slow down" },
 //!     { "status": 503 },
-//!     { "hang": true }
+//!     { "hang": true },
+//!     { "hang_up": true }
 //!   ]
 //! }
 //! ```
@@ -107,8 +112,9 @@
 //!   and `message` optional.
 //! - On any turn: `paced_ms`, `first_token_delay_ms`, `usage`, `cut_after`,
 //!   `malformed_at`, `without_index`, `same_index` (every call at index 0, as Ollama
-//!   streams parallel calls), `hang`. `{"hang": true}` alone is a turn
-//!   that sends headers and then nothing.
+//!   streams parallel calls), `hang`, `hang_up`. `{"hang": true}` alone is a turn
+//!   that sends headers and then nothing; `{"hang_up": true}` one that closes the
+//!   connection unanswered.
 //!
 //! Unknown fields are rejected, so a typo fails loudly.
 
@@ -187,23 +193,11 @@ impl ScriptedLlm {
         let cancel = CancellationToken::new();
         let shared = Arc::new(Shared::new(script, cancel.clone()));
         let app = server::router(Arc::clone(&shared));
-        // As a provider's edge does: each small SSE write goes out at once instead of
-        // waiting for the client's delayed ACK (~40 ms on a kept-alive connection).
-        let listener = axum::serve::ListenerExt::tap_io(listener, |stream| {
-            let _ = stream.set_nodelay(true);
-        });
         #[expect(
             clippy::disallowed_methods,
             reason = "a test double's server, stopped by its own handle"
         )]
-        let task = tokio::spawn(async move {
-            let served = axum::serve(listener, app)
-                .with_graceful_shutdown(cancel.cancelled_owned())
-                .await;
-            if let Err(err) = served {
-                tracing::error!(error = %err, "scripted LLM server failed");
-            }
-        });
+        let task = tokio::spawn(server::serve(listener, app, cancel));
         Self {
             shared,
             addr,

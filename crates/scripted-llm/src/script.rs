@@ -27,7 +27,10 @@ pub enum Server {
     /// refuses, with its HTTP 500 and error body: an assistant message without
     /// `content` (its template reads `message.content` under `StrictUndefined`), or
     /// with `content: null` (its request type wants a string), and
-    /// `tool_choice: "required"` (an `assert` that only `"auto"` is left).
+    /// `tool_choice: "required"` (an `assert` that only `"auto"` is left). Streamed,
+    /// it fails those, and a turn that calls a tool, after its headers: the stream
+    /// ends with no event and its connection closes a moment later (uvicorn 0.54 with
+    /// sse-starlette 3.7, as pinned for the real model).
     LlamaCppPython,
 }
 
@@ -128,6 +131,8 @@ pub struct TurnOptions {
     pub same_index: bool,
     /// Send the headers, then nothing until the client goes away.
     pub hang: bool,
+    /// Close the connection on receiving the request, without an answer.
+    pub hang_up: bool,
 }
 
 /// How many pieces each tool call's arguments are split into by default.
@@ -299,6 +304,13 @@ impl Turn {
         self
     }
 
+    /// Closes the connection on receiving the request, with no answer at all: what a
+    /// client sees as "connection closed before message completed".
+    pub fn hang_up(mut self) -> Self {
+        self.options_mut().hang_up = true;
+        self
+    }
+
     pub fn options(&self) -> &TurnOptions {
         match self {
             Self::Text { options, .. }
@@ -454,6 +466,8 @@ struct TurnSpec {
     same_index: bool,
     #[serde(skip_serializing_if = "is_false")]
     hang: bool,
+    #[serde(skip_serializing_if = "is_false")]
+    hang_up: bool,
 }
 
 #[derive(Debug, Clone, Copy, Serialize, Deserialize)]
@@ -491,6 +505,7 @@ impl TryFrom<TurnSpec> for Turn {
             without_index: spec.without_index,
             same_index: spec.same_index,
             hang: spec.hang,
+            hang_up: spec.hang_up,
         };
         let stream_only = spec.argument_pieces.is_some() || spec.repeat_ids;
         if spec.status.is_none() && (spec.retry_after.is_some() || spec.message.is_some()) {
@@ -534,9 +549,9 @@ impl TryFrom<TurnSpec> for Turn {
                 if stream_only {
                     return Err("\"argument_pieces\"/\"repeat_ids\" need \"tool_calls\"".into());
                 }
-                if text.is_none() && !options.hang {
+                if text.is_none() && !options.hang && !options.hang_up {
                     return Err(
-                        "a turn needs \"text\", \"fragments\", \"tool_calls\", \"status\" or \"hang\""
+                        "a turn needs \"text\", \"fragments\", \"tool_calls\", \"status\", \"hang\" or \"hang_up\""
                             .into(),
                     );
                 }
@@ -565,6 +580,7 @@ impl From<Turn> for TurnSpec {
             without_index: options.without_index,
             same_index: options.same_index,
             hang: options.hang,
+            hang_up: options.hang_up,
             ..TurnSpec::default()
         };
         match turn {

@@ -6,15 +6,21 @@ use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex, MutexGuard, PoisonError};
 use std::time::Duration;
 
-use axum::Router;
 use axum::body::{Body, Bytes};
 use axum::extract::{DefaultBodyLimit, State};
 use axum::http::{HeaderMap, HeaderValue, Method, StatusCode, Uri, header};
 use axum::response::{IntoResponse, Response};
 use axum::routing::{get, post};
+use axum::{Extension, Router};
 use futures::StreamExt;
+use hyper::server::conn::http1;
+use hyper_util::rt::TokioIo;
+use hyper_util::service::TowerToHyperService;
 use serde_json::Value;
+use tokio::net::TcpListener;
 use tokio_util::sync::CancellationToken;
+use tokio_util::task::TaskTracker;
+use tower::Layer;
 
 use super::RecordedRequest;
 use super::script::{Script, Server, Turn};
@@ -130,6 +136,75 @@ pub(crate) fn router(shared: Arc<Shared>) -> Router {
         .with_state(shared)
 }
 
+/// How long a connection lives on after a streamed request failed after its headers,
+/// in `like(Server::LlamaCppPython)`: the time uvicorn takes to log the application's
+/// error before it closes the connection.
+const CLOSE_AFTER_FAILURE: Duration = Duration::from_millis(10);
+
+/// One client connection, as its requests' handlers see it.
+#[derive(Clone, Default)]
+pub(crate) struct Connection {
+    /// Cancelled: the connection is closed now, with no answer to what it carries.
+    hang_up: CancellationToken,
+    /// Cancelled: the connection closes in a moment, and answers nothing more.
+    closing: CancellationToken,
+}
+
+impl Connection {
+    /// Closes the connection without an answer: the handler never returns.
+    async fn hang_up(&self) -> Response {
+        self.hang_up.cancel();
+        std::future::pending().await
+    }
+}
+
+/// Serves `app` on `listener` until `cancel`, one hyper connection per client so
+/// that a turn may close it without an answer; then lets the answers in flight end
+/// (streams end themselves on `cancel`).
+pub(crate) async fn serve(listener: TcpListener, app: Router, cancel: CancellationToken) {
+    let connections = TaskTracker::new();
+    loop {
+        let stream = tokio::select! {
+            accepted = listener.accept() => match accepted {
+                Ok((stream, _)) => stream,
+                Err(error) => {
+                    tracing::debug!(%error, "scripted LLM could not accept a connection");
+                    tokio::time::sleep(Duration::from_millis(10)).await;
+                    continue;
+                }
+            },
+            () = cancel.cancelled() => break,
+        };
+        // As a provider's edge does: each small SSE write goes out at once instead of
+        // waiting for the client's delayed ACK (~40 ms on a kept-alive connection).
+        let _ = stream.set_nodelay(true);
+        let connection = Connection::default();
+        let service = TowerToHyperService::new(Extension(connection.clone()).layer(app.clone()));
+        let served = http1::Builder::new().serve_connection(TokioIo::new(stream), service);
+        let cancel = cancel.clone();
+        connections.spawn(async move {
+            let mut served = std::pin::pin!(served);
+            // Dropping `served` closes the socket, with whatever it was answering.
+            tokio::select! {
+                biased;
+                () = connection.hang_up.cancelled() => {}
+                () = async {
+                    connection.closing.cancelled().await;
+                    tokio::time::sleep(CLOSE_AFTER_FAILURE).await;
+                } => {}
+                _ = served.as_mut() => {}
+                () = cancel.cancelled() => {
+                    served.as_mut().graceful_shutdown();
+                    let _ = served.await;
+                }
+            }
+        });
+    }
+    drop(listener);
+    connections.close();
+    connections.wait().await;
+}
+
 fn offers_tools(body: &Value) -> bool {
     body.get("tools")
         .and_then(Value::as_array)
@@ -218,6 +293,7 @@ fn prompt_chars(body: &Value) -> usize {
 
 async fn chat_completions(
     State(shared): State<Arc<Shared>>,
+    Extension(connection): Extension<Connection>,
     headers: HeaderMap,
     raw: Bytes,
 ) -> Response {
@@ -234,6 +310,13 @@ async fn chat_completions(
         request = number,
         "scripted LLM received a chat completion request"
     );
+    if connection.closing.is_cancelled() {
+        tracing::debug!(
+            request = number,
+            "scripted LLM closes the connection a failed stream left, unanswered"
+        );
+        return connection.hang_up().await;
+    }
 
     if let Some(denied) = key_denial(&shared, auth.as_deref()) {
         return denied;
@@ -260,14 +343,7 @@ async fn chat_completions(
         if let Some(message) = failure {
             tracing::debug!(request = number, error = %message, streamed, "scripted LLM failed like llama-cpp-python");
             if streamed {
-                // A streamed request fails after its headers (the server's event
-                // publisher raises): 200, and the stream ends with no chunk.
-                return (
-                    StatusCode::OK,
-                    [(header::CONTENT_TYPE, "text/event-stream")],
-                    "",
-                )
-                    .into_response();
+                return failed_stream(&connection);
             }
             // Its error handler's body: `{"error": {...}}`, compact, in this key order.
             let body = wire::error_body(&message, "internal_server_error", None, None);
@@ -308,6 +384,13 @@ async fn chat_completions(
     };
     let request_id = format!("req_scripted_{number}");
     let streaming = body.get("stream").and_then(Value::as_bool).unwrap_or(false);
+    if turn.options().hang_up {
+        tracing::debug!(
+            request = number,
+            "scripted LLM closes the connection without an answer"
+        );
+        return connection.hang_up().await;
+    }
     let mut response = match &turn {
         Turn::Status { .. } => status_response(&shared, &turn).await,
         _ if streaming => stream_response(&shared, &turn, &ctx),
@@ -317,6 +400,26 @@ async fn chat_completions(
         response.headers_mut().insert("x-request-id", value);
     }
     response
+}
+
+/// llama-cpp-python failing a streamed request: its event publisher raises after the
+/// headers went out (200, sse-starlette's headers), the chunked body ends with no
+/// event, and uvicorn, having logged the error, closes the connection a moment
+/// later: a request written onto it meanwhile gets no answer.
+fn failed_stream(connection: &Connection) -> Response {
+    let closing = connection.closing.clone();
+    let body = futures::stream::poll_fn(move |_| {
+        closing.cancel();
+        std::task::Poll::Ready(None::<io::Result<Bytes>>)
+    });
+    Response::builder()
+        .status(StatusCode::OK)
+        .header(header::CACHE_CONTROL, "no-store")
+        .header(header::CONNECTION, "keep-alive")
+        .header("x-accel-buffering", "no")
+        .header(header::CONTENT_TYPE, "text/event-stream; charset=utf-8")
+        .body(Body::from_stream(body))
+        .unwrap_or_else(|_| shutting_down())
 }
 
 /// Waits `delay`, or forever when `hang`; `false` if the server stopped first.

@@ -1060,3 +1060,120 @@ async fn a_responder_answers_each_request_from_its_body() {
     assert_eq!(llm.requests().len(), 3);
     llm.stop().await;
 }
+
+/// Writes `body` as a chat completion request on `socket` and reads until the server
+/// closes it or `until` is read: what came back, byte for byte.
+async fn exchange(socket: &mut tokio::net::TcpStream, body: &Value, until: &[u8]) -> Vec<u8> {
+    use tokio::io::{AsyncReadExt, AsyncWriteExt};
+    let body = body.to_string();
+    let request = format!(
+        "POST /v1/chat/completions HTTP/1.1\r\nhost: scripted\r\ncontent-type: application/json\r\ncontent-length: {}\r\n\r\n{body}",
+        body.len()
+    );
+    socket.write_all(request.as_bytes()).await.unwrap();
+    let mut received = Vec::new();
+    let mut buffer = [0; 4096];
+    while !received.ends_with(until) {
+        match socket.read(&mut buffer).await {
+            Ok(0) | Err(_) => break,
+            Ok(n) => received.extend_from_slice(&buffer[..n]),
+        }
+    }
+    received
+}
+
+#[tokio::test]
+async fn like_llama_cpp_python_a_failed_stream_ends_cleanly_and_its_connection_then_closes() {
+    let call = ToolCallSpec::new("c1", "f", "{}");
+    let llm =
+        ScriptedLlm::start(Script::new([Turn::tool_calls([call])]).like(Server::LlamaCppPython))
+            .await
+            .unwrap();
+    let mut body = streaming(json!([user("hi")]));
+    body["tools"] =
+        json!([{"type": "function", "function": {"name": "f", "parameters": {"type": "object"}}}]);
+    let mut socket = tokio::net::TcpStream::connect(llm.addr()).await.unwrap();
+    let failed = String::from_utf8(exchange(&mut socket, &body, b"0\r\n\r\n").await).unwrap();
+    // sse-starlette's headers (the real server adds uvicorn's, a request id and its
+    // processing time), and a chunked body with nothing in it.
+    let (head, rest) = failed.split_once("\r\n\r\n").unwrap();
+    let mut lines = head.lines();
+    assert_eq!(lines.next(), Some("HTTP/1.1 200 OK"));
+    let headers: Vec<&str> = lines.filter(|l| !l.starts_with("date:")).collect();
+    assert_eq!(
+        headers,
+        [
+            "cache-control: no-store",
+            "connection: keep-alive",
+            "x-accel-buffering: no",
+            "content-type: text/event-stream; charset=utf-8",
+            "transfer-encoding: chunked",
+        ]
+    );
+    assert_eq!(rest, "0\r\n\r\n");
+    // Whole, on the same connection at once: closed, not answered.
+    body["stream"] = false.into();
+    assert_eq!(exchange(&mut socket, &body, b"}").await, b"");
+    // On a connection of its own, the same request is answered.
+    let whole: Value = post(&llm, &body).await.json().await.unwrap();
+    assert_eq!(
+        whole["choices"][0]["message"]["tool_calls"][0]["function"]["name"],
+        "f"
+    );
+    assert_eq!(llm.requests().len(), 3);
+
+    // A client that keeps connections open sees the second request fail unanswered.
+    let llm = ScriptedLlm::start(
+        Script::new([Turn::tool_calls([ToolCallSpec::new("c1", "f", "{}")])])
+            .like(Server::LlamaCppPython),
+    )
+    .await
+    .unwrap();
+    let pooled = client();
+    body["stream"] = true.into();
+    let response = pooled
+        .post(chat_url(&llm))
+        .json(&body)
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(response.text().await.unwrap(), "");
+    body["stream"] = false.into();
+    let lost = pooled
+        .post(chat_url(&llm))
+        .json(&body)
+        .send()
+        .await
+        .unwrap_err();
+    assert!(lost.is_request() && !lost.is_connect(), "{lost:?}");
+    llm.stop().await;
+}
+
+#[tokio::test]
+async fn hang_up_closes_the_connection_without_an_answer() {
+    let llm = scripted([Turn::text("unsaid").hang_up(), Turn::text("said")]).await;
+    let lost = client()
+        .post(chat_url(&llm))
+        .json(&streaming(json!([user("hi")])))
+        .send()
+        .await
+        .unwrap_err();
+    assert!(lost.is_request() && !lost.is_connect(), "{lost:?}");
+    // The server is still there: the next request gets the next turn.
+    let models = client()
+        .get(format!("{}/models", llm.base_url()))
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(models.status(), 200);
+    assert!(ask_text(&llm, "again").await.contains("said"));
+    assert_eq!(llm.requests().len(), 2);
+    llm.stop().await;
+    let script = Script::from_json(r#"{"turns": [{"hang_up": true}]}"#).unwrap();
+    assert_eq!(
+        script.turns()[0],
+        Turn::text_fragments(Vec::<String>::new()).hang_up()
+    );
+    let round_trip = Script::from_json(&serde_json::to_string(&script).unwrap()).unwrap();
+    assert_eq!(round_trip, script);
+}
