@@ -1,178 +1,57 @@
 //! Any OpenAI-compatible chat-completions endpoint (OpenAI, Groq, OpenRouter, Ollama,
 //! vLLM, llama.cpp server…), through async-openai. Chunks are decoded into lenient
-//! types of our own (async-openai's "bring your own types"), because providers differ:
-//! some omit a tool call's `index`, some repeat ids and names in every fragment.
+//! types of our own ([`decode`]), requests are put in the shape the server takes
+//! ([`shape`]), and failures are told apart from a server that is away ([`failure`]).
 
+mod decode;
+mod failure;
+mod shape;
+
+use std::sync::{Arc, PoisonError, RwLock};
 use std::time::Duration;
 
 use async_openai::Client;
 use async_openai::config::OpenAIConfig;
 use async_openai::error::OpenAIError;
-use async_openai::middleware::HttpRequestFactory;
 use futures::StreamExt;
 use futures::future::BoxFuture;
 use secrecy::ExposeSecret;
-use serde::Deserialize;
 use serde_json::{Value, json};
 
+use self::decode::{Chunk, Decoder};
+use self::failure::Failed;
+use self::shape::{Quirks, Refusal, Sent, Shape};
 use super::budget;
 use super::results;
 use super::text_calls::{self, ToolCallMode};
-use super::{
-    ChatModel, ChatRequest, EventStream, FinishReason, Message, ModelError, ModelEvent, Usage,
-};
+use super::{ChatModel, ChatRequest, EventStream, Message, ModelError, ModelEvent};
 use maitred_core::settings::LlmSettings;
 
 pub struct OpenAiModel {
-    client: Client<OpenAIConfig>,
+    /// The connections to the server, renewed when one may have been left broken.
+    connections: RwLock<Arc<Connections>>,
+    config: OpenAIConfig,
     settings: LlmSettings,
     /// This process's secret for the nonces that fence tool output in `text` mode.
     fence_key: Vec<u8>,
     /// The tool definitions' fit is logged once per model.
     fitted: std::sync::Once,
-    /// This model's server refused a full request (400 or 422) and took the plain
-    /// one: its requests are plain from then on.
-    plain: std::sync::atomic::AtomicBool,
-    /// This model's server failed (500) on `tool_choice: "required"` and took
-    /// `"auto"`: it is not asked for a required call again.
-    no_required: std::sync::atomic::AtomicBool,
-    /// In `auto` mode, this model's server refused the tools in the request (a
-    /// model without tool support): they go in the prompt from then on.
-    tools_in_prompt: std::sync::atomic::AtomicBool,
+    /// What this model's server refused, so it is asked as it takes from then on.
+    quirks: Quirks,
 }
 
-/// How a request is put, beyond what every server needs (an assistant message with
-/// tool calls always carries `content`, `""` when it said nothing: llama-cpp-python
-/// answers 500 without it, and OpenAI takes it).
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-struct Shape {
-    /// Leave out what a strict validator may refuse as unknown: usage asked for
-    /// (`stream_options`) and the tool's `name` on each tool result (which some
-    /// servers' templates need, and OpenAI takes).
-    plain: bool,
-    /// `tool_choice: "required"` when the model's profile wants a call first
-    /// (llama-cpp-python's `chatml-function-calling` asserts it is `"auto"`).
-    required: bool,
-    /// The tools described in the system prompt and calls read from the text, as
-    /// in `text` mode.
-    text: bool,
+/// One pool of connections to the model's server.
+struct Connections {
+    http: reqwest::Client,
+    client: Client<OpenAIConfig>,
 }
 
-impl Shape {
-    const FULL: Self = Self {
-        plain: false,
-        required: true,
-        text: false,
-    };
+/// How long the server has to answer `GET /models` after it dropped a request.
+const PROBE_TIMEOUT: Duration = Duration::from_secs(5);
 
-    /// A server that says it cannot take tools at all: Ollama's "MODEL does not
-    /// support tools" (400), vLLM's "auto" tool choice needing
-    /// `--enable-auto-tool-choice` (400), llama.cpp's "tools param requires --jinja"
-    /// (500).
-    fn tools_refused(refused: &ModelError) -> bool {
-        match refused {
-            ModelError::Upstream {
-                status: 400 | 422 | 500,
-                message,
-                ..
-            } => {
-                let message = message.to_ascii_lowercase();
-                message.contains("tool") && !message.contains("tool_call_id")
-            }
-            _ => false,
-        }
-    }
-
-    /// The shape to ask in once more after `refused`, if it may be the shape that
-    /// was refused: a 400 or 422 to a full request (a field the server does not
-    /// take), or a 500 to one that required a call (a server whose handler fails on
-    /// it). Other 5xx say the server is busy or away: the router's retries are for
-    /// those, as for a transient 500.
-    fn after(self, refused: &ModelError, sent_required: bool, auto: bool) -> Option<Self> {
-        if auto && !self.text && !sent_required && Self::tools_refused(refused) {
-            return Some(Self {
-                plain: true,
-                required: false,
-                text: true,
-            });
-        }
-        match refused {
-            ModelError::Upstream {
-                status: 400 | 422, ..
-            } if !self.plain => Some(Self {
-                plain: true,
-                required: false,
-                ..self
-            }),
-            ModelError::Upstream { status: 500, .. } if sent_required => Some(Self {
-                required: false,
-                ..self
-            }),
-            _ => None,
-        }
-    }
-}
-
-/// An error answer, with the wait the provider asked for (async-openai would drop
-/// the `Retry-After` header, which 429s and 503s carry).
-#[derive(Debug, thiserror::Error)]
-#[error("HTTP {status}: {message}")]
-struct HttpFailure {
-    status: u16,
-    message: String,
-    retry_after: Option<Duration>,
-}
-
-/// Most of an error body read; the rest is not worth waiting for.
-const ERROR_BODY_LIMIT: usize = 16 * 1024;
-
-impl HttpFailure {
-    async fn read(mut response: reqwest::Response) -> Self {
-        let status = response.status().as_u16();
-        let retry_after = retry_after(response.headers());
-        let mut body = Vec::new();
-        while body.len() < ERROR_BODY_LIMIT {
-            match response.chunk().await {
-                Ok(Some(chunk)) => body.extend_from_slice(&chunk),
-                _ => break,
-            }
-        }
-        let text = String::from_utf8_lossy(&body);
-        let message = serde_json::from_str::<Value>(&text)
-            .ok()
-            .and_then(|v| v["error"]["message"].as_str().map(str::to_owned))
-            .unwrap_or_else(|| text.chars().take(300).collect());
-        Self {
-            status,
-            message,
-            retry_after,
-        }
-    }
-}
-
-/// `retry-after-ms` (OpenAI's), else `Retry-After` in seconds or as an HTTP date.
-fn retry_after(headers: &reqwest::header::HeaderMap) -> Option<Duration> {
-    let value = |name: &str| {
-        headers
-            .get(name)
-            .and_then(|v| v.to_str().ok())
-            .map(str::trim)
-    };
-    if let Some(ms) = value("retry-after-ms").and_then(|v| v.parse::<f64>().ok()) {
-        return Some(Duration::from_secs_f64(
-            ms.clamp(0.0, 86_400_000.0) / 1000.0,
-        ));
-    }
-    let raw = value("retry-after")?;
-    if let Ok(secs) = raw.parse::<f64>() {
-        return Some(Duration::from_secs_f64(secs.clamp(0.0, 86_400.0)));
-    }
-    let at = httpdate::parse_http_date(raw).ok()?;
-    Some(
-        at.duration_since(std::time::SystemTime::now())
-            .unwrap_or_default(),
-    )
-}
+/// How many shapes one request is put in at most: the first, and those its
+/// refusals lead to (a required call left out, then the tools).
+const MAX_SHAPES: usize = 3;
 
 impl OpenAiModel {
     pub fn new(http: reqwest::Client, settings: LlmSettings) -> Self {
@@ -185,29 +64,14 @@ impl OpenAiModel {
                     .map(|key| key.expose_secret().to_owned())
                     .unwrap_or_default(),
             );
-        // Our own transport instead of async-openai's default, which retries 429s and
-        // 5xx by itself: retrying is the gateway's decision (it must not repeat a
-        // request once tokens reached the user), and it needs Retry-After to decide.
-        let transport = tower::service_fn(move |factory: HttpRequestFactory| {
-            let http = http.clone();
-            async move {
-                let request = factory.build().await?;
-                let response = http.execute(request).await.map_err(OpenAIError::Reqwest)?;
-                if response.status().is_client_error() || response.status().is_server_error() {
-                    let failure = HttpFailure::read(response).await;
-                    return Err(OpenAIError::Boxed(Box::new(failure)));
-                }
-                Ok(response)
-            }
-        });
+        let client = failure::client(http.clone(), config.clone());
         Self {
-            client: Client::with_config(config).with_http_service(transport),
+            connections: RwLock::new(Arc::new(Connections { http, client })),
+            config,
             settings,
             fence_key: maitred_core::random::bytes(32),
             fitted: std::sync::Once::new(),
-            plain: std::sync::atomic::AtomicBool::new(false),
-            no_required: std::sync::atomic::AtomicBool::new(false),
-            tools_in_prompt: std::sync::atomic::AtomicBool::new(false),
+            quirks: Quirks::default(),
         }
     }
 
@@ -216,55 +80,116 @@ impl OpenAiModel {
     }
 
     fn shape(&self) -> Shape {
-        use std::sync::atomic::Ordering::Relaxed;
-        if self.tools_in_prompt.load(Relaxed) {
-            Shape {
-                plain: true,
-                required: false,
-                text: true,
+        self.quirks.shape()
+    }
+
+    fn remember(&self, taken: Shape, why: &dyn std::fmt::Display) {
+        self.quirks.remember(&self.settings.model, taken, why);
+    }
+
+    fn connections(&self) -> Arc<Connections> {
+        Arc::clone(
+            &self
+                .connections
+                .read()
+                .unwrap_or_else(PoisonError::into_inner),
+        )
+    }
+
+    /// Leaves the connections kept open to the server for new ones. A server that
+    /// failed on a streamed request after its headers may end that stream cleanly and
+    /// close its connection a moment later (llama-cpp-python under uvicorn, which
+    /// closes a connection once it has logged the application's error): a request
+    /// written onto it meanwhile is lost, however well it was put.
+    fn renew_connections(&self) {
+        match maitred_core::http_client::streaming() {
+            Ok(http) => {
+                let client = failure::client(http.clone(), self.config.clone());
+                *self
+                    .connections
+                    .write()
+                    .unwrap_or_else(PoisonError::into_inner) =
+                    Arc::new(Connections { http, client });
             }
-        } else if self.plain.load(Relaxed) {
-            Shape {
-                plain: true,
-                required: false,
-                text: false,
-            }
-        } else {
-            Shape {
-                required: !self.no_required.load(Relaxed),
-                ..Shape::FULL
+            Err(error) => {
+                tracing::warn!(model = %self.settings.model, %error, "cannot open a new connection pool; the old one is kept")
             }
         }
     }
 
-    /// Remembers that this model's server took `taken` after refusing `refused`,
-    /// told once per model and choice, however many asked at once.
-    fn remember(&self, taken: Shape, refused: &ModelError) {
-        use std::sync::atomic::Ordering::Relaxed;
-        let (flag, how) = if taken.text {
-            (
-                &self.tools_in_prompt,
-                "with the tools described in the prompt and calls read from the text",
-            )
-        } else if taken.plain {
-            (
-                &self.plain,
-                "without stream_options, tool result names or a required tool call",
-            )
-        } else {
-            (
-                &self.no_required,
-                "with tool_choice \"auto\" instead of \"required\"",
-            )
-        };
-        if !flag.swap(true, Relaxed) {
-            tracing::warn!(
-                model = %self.settings.model,
-                %refused,
-                request_shape = ?taken,
-                "the model's server refused the request as it was and took it {how}: so from now on"
-            );
+    /// Whether the server answers at all (any HTTP status to `GET /models`), on a
+    /// connection of its own.
+    async fn answers(&self) -> bool {
+        let url = format!("{}/models", self.settings.base_url.trim_end_matches('/'));
+        let mut probe = self.connections().http.get(url).timeout(PROBE_TIMEOUT);
+        if let Some(key) = &self.settings.api_key {
+            probe = probe.bearer_auth(key.expose_secret());
         }
+        probe.send().await.is_ok()
+    }
+
+    /// What a failure says about the request's shape: a dropped connection is the
+    /// server's refusal of the request when the server answers others, and the
+    /// server's absence when it does not. Either way the connections are renewed.
+    async fn refusal(&self, failed: Failed) -> Refusal {
+        if !failed.dropped {
+            return Refusal {
+                error: failed.error,
+                dropped: false,
+            };
+        }
+        self.renew_connections();
+        let dropped = self.answers().await;
+        tracing::debug!(
+            model = %self.settings.model,
+            error = %failed.error,
+            server_answers = dropped,
+            "the model's server closed the connection after the request, without an answer"
+        );
+        Refusal {
+            error: failed.error,
+            dropped,
+        }
+    }
+
+    /// Sends the request put in `first` (`body` puts it, `send` sends it), then, while
+    /// the server refuses the shape, in the next shape it may take: never the same
+    /// shape twice. The shape taken after a refusal is remembered for every request
+    /// after it; when none is taken, the first failure is the answer's.
+    async fn send_in_shapes<'a, T>(
+        &'a self,
+        first: Shape,
+        body: &(dyn Fn(Shape) -> Value + Send + Sync),
+        send: &(dyn Fn(Value) -> BoxFuture<'a, Result<T, Failed>> + Send + Sync),
+    ) -> Result<(T, Shape), ModelError> {
+        let mut shape = first;
+        let mut first_error: Option<ModelError> = None;
+        let mut refused: Option<Refusal> = None;
+        for _ in 0..MAX_SHAPES {
+            let put = body(shape);
+            let sent = Sent::of(&put);
+            match send(put).await {
+                Ok(answer) => {
+                    if let Some(why) = &refused {
+                        self.remember(shape, why);
+                    }
+                    return Ok((answer, shape));
+                }
+                Err(failed) => {
+                    let refusal = self.refusal(failed).await;
+                    let next = shape.after(&refusal, sent, self.auto());
+                    first_error.get_or_insert_with(|| refusal.error.clone());
+                    match next {
+                        Some(next) if next != shape => {
+                            refused = Some(refusal);
+                            shape = next;
+                        }
+                        _ => break,
+                    }
+                }
+            }
+        }
+        Err(first_error.unwrap_or_else(|| ModelError::Protocol("no request was sent".to_owned())))
     }
 
     /// Whether the tools go in the system prompt and calls come as text.
@@ -484,189 +409,21 @@ fn nonce(key: &[u8], question: &str, at: usize, tool_call_id: &str) -> String {
     hex::encode(&digest[..8])
 }
 
-#[derive(Deserialize)]
-struct Chunk {
-    #[serde(default)]
-    choices: Vec<Choice>,
-    usage: Option<WireUsage>,
-}
-
-#[derive(Deserialize)]
-struct Choice {
-    #[serde(default)]
-    delta: Delta,
-    finish_reason: Option<String>,
-}
-
-#[derive(Default, Deserialize)]
-struct Delta {
-    content: Option<String>,
-    tool_calls: Option<Vec<ToolCallChunk>>,
-    /// The deprecated single call. llama-cpp-python sends it beside `tool_calls`,
-    /// repeating the same fragment: read only when `tool_calls` is absent.
-    function_call: Option<FunctionChunk>,
-}
-
-#[derive(Deserialize)]
-struct ToolCallChunk {
-    index: Option<u32>,
-    id: Option<String>,
-    function: Option<FunctionChunk>,
-}
-
-#[derive(Deserialize)]
-struct FunctionChunk {
-    name: Option<String>,
-    arguments: Option<String>,
-}
-
-#[derive(Deserialize)]
-struct WireUsage {
-    prompt_tokens: u64,
-    completion_tokens: u64,
-    total_tokens: u64,
-}
-
-/// Turns chunks into events, giving each tool call an index of its own. Providers
-/// differ: most number calls by `index`; some leave it out (a fragment then continues
-/// the call before it, unless it brings a new id); Ollama gives every parallel call
-/// index 0, told apart only by their ids.
-#[derive(Default)]
-struct Decoder {
-    /// Per call, by our index: the provider's index and the call's id.
-    calls: Vec<(Option<u32>, Option<String>)>,
-    last: Option<usize>,
-}
-
-impl Decoder {
-    fn slot(&mut self, index: Option<u32>, id: Option<&String>) -> u32 {
-        let known = id.and_then(|id| self.calls.iter().position(|(_, c)| c.as_ref() == Some(id)));
-        let slot = match (known, index, id) {
-            // An id seen before names its call, whatever the index says.
-            (Some(slot), _, _) => slot,
-            (None, Some(index), id) => {
-                let same_index = self.calls.iter().rposition(|(i, _)| *i == Some(index));
-                match same_index {
-                    // A new id at a taken index is another call (Ollama).
-                    Some(slot) if id.is_some() && self.calls[slot].1.is_some() => {
-                        self.open(Some(index), id)
-                    }
-                    Some(slot) => {
-                        if self.calls[slot].1.is_none() {
-                            self.calls[slot].1 = id.cloned();
-                        }
-                        slot
-                    }
-                    None => self.open(Some(index), id),
-                }
-            }
-            (None, None, Some(id)) => self.open(None, Some(id)),
-            (None, None, None) => match self.last {
-                Some(slot) => slot,
-                None => self.open(None, None),
-            },
-        };
-        self.last = Some(slot);
-        u32::try_from(slot).unwrap_or(u32::MAX)
-    }
-
-    fn open(&mut self, index: Option<u32>, id: Option<&String>) -> usize {
-        self.calls.push((index, id.cloned()));
-        self.calls.len() - 1
-    }
-
-    fn events(&mut self, chunk: Chunk) -> Vec<ModelEvent> {
-        let mut events = Vec::new();
-        for choice in chunk.choices {
-            if let Some(text) = choice.delta.content.filter(|t| !t.is_empty()) {
-                events.push(ModelEvent::Text(text));
-            }
-            let mut calls = choice.delta.tool_calls.unwrap_or_default();
-            if calls.is_empty()
-                && let Some(function) = choice.delta.function_call
-                && (function.name.is_some() || function.arguments.is_some())
-            {
-                calls.push(ToolCallChunk {
-                    index: None,
-                    id: None,
-                    function: Some(function),
-                });
-            }
-            for call in calls {
-                let index = self.slot(call.index, call.id.as_ref());
-                let (name, arguments) = call
-                    .function
-                    .map_or((None, None), |f| (f.name, f.arguments));
-                events.push(ModelEvent::ToolCallDelta {
-                    index,
-                    id: call.id,
-                    name,
-                    arguments,
-                });
-            }
-            if let Some(reason) = choice.finish_reason {
-                events.push(ModelEvent::Finished(match reason.as_str() {
-                    "stop" => FinishReason::Stop,
-                    "tool_calls" | "function_call" => FinishReason::ToolCalls,
-                    "length" => FinishReason::Length,
-                    "content_filter" => FinishReason::ContentFilter,
-                    other => FinishReason::Other(other.to_owned()),
-                }));
-            }
-        }
-        if let Some(usage) = chunk.usage {
-            events.push(ModelEvent::Usage(Usage {
-                prompt_tokens: usage.prompt_tokens,
-                completion_tokens: usage.completion_tokens,
-                total_tokens: usage.total_tokens,
-            }));
-        }
-        events
-    }
-}
-
-fn error(error: OpenAIError) -> ModelError {
-    match error {
-        OpenAIError::ApiError(response) if response.status_code.as_u16() == 429 => {
-            ModelError::RateLimited { retry_after: None }
-        }
-        OpenAIError::ApiError(response) => ModelError::Upstream {
-            status: response.status_code.as_u16(),
-            message: response.api_error.message,
-            retry_after: None,
-        },
-        OpenAIError::Reqwest(e) if e.is_timeout() => ModelError::Timeout(e.to_string()),
-        OpenAIError::Reqwest(e) => ModelError::Connection(root_cause(&e)),
-        OpenAIError::JSONDeserialize(e, _) => ModelError::Protocol(e.to_string()),
-        OpenAIError::StreamError(e) => ModelError::Connection(e.to_string()),
-        OpenAIError::Boxed(boxed) => match boxed.downcast::<HttpFailure>() {
-            Ok(failure) if failure.status == 429 => ModelError::RateLimited {
-                retry_after: failure.retry_after,
-            },
-            Ok(failure) => ModelError::Upstream {
-                status: failure.status,
-                message: failure.message,
-                retry_after: failure.retry_after,
-            },
-            Err(other) => ModelError::Connection(other.to_string()),
-        },
-        other => ModelError::Protocol(other.to_string()),
-    }
-}
-
-fn root_cause(error: &(dyn std::error::Error + 'static)) -> String {
-    let mut cause = error;
-    while let Some(next) = cause.source() {
-        cause = next;
-    }
-    cause.to_string()
-}
+/// The chunks of one streamed answer, as they come.
+type Chunks = std::pin::Pin<Box<dyn futures::Stream<Item = Result<Chunk, OpenAIError>> + Send>>;
 
 impl OpenAiModel {
-    /// The answer as one response (`stream: false`), as the one chunk it amounts to;
-    /// a refusal of the shape is met as for a stream (a 500 to a required call:
-    /// asked again with `"auto"`).
-    async fn whole(&self, request: &ChatRequest, shape: Shape) -> Result<Chunk, ModelError> {
+    /// The answer as one response (`stream: false`), as the one chunk it amounts to,
+    /// after a stream that asked for `streamed` ended before its first chunk. It goes
+    /// on new connections, and never with a tool choice the server failed on: a
+    /// required call that ended the stream unbegun is asked with `"auto"` instead
+    /// (and remembered so); a refusal of the shape is met as for a stream.
+    async fn whole(&self, request: &ChatRequest, streamed: Sent) -> Result<Chunk, ModelError> {
+        self.renew_connections();
+        let mut first = self.shape();
+        if streamed.required {
+            first = first.not_required();
+        }
         let unstreamed = |shape: Shape| {
             let mut body = self.body(request, shape);
             body["stream"] = false.into();
@@ -675,73 +432,31 @@ impl OpenAiModel {
             }
             body
         };
-        let body = unstreamed(shape);
-        let sent_required = body["tool_choice"] == "required";
-        let answer = match self.complete(body).await {
-            Ok(answer) => answer,
-            Err(refused) => match shape.after(&refused, sent_required, self.auto()) {
-                Some(retry) => {
-                    let answer = self
-                        .complete(unstreamed(retry))
-                        .await
-                        .map_err(|_| refused.clone())?;
-                    self.remember(retry, &refused);
-                    answer
-                }
-                None => return Err(refused),
-            },
-        };
-        Ok(as_chunk(answer))
+        let send = |body: Value| Box::pin(self.complete(body)) as BoxFuture<'_, Result<Value, Failed>>;
+        let (answer, _) = self.send_in_shapes(first, &unstreamed, &send).await?;
+        if streamed.required {
+            self.remember(
+                first,
+                &"a streamed request that required a tool call ended before its first chunk",
+            );
+        }
+        Ok(decode::as_chunk(answer))
     }
 
-    async fn complete(&self, body: Value) -> Result<Value, ModelError> {
-        self.client
-            .chat()
-            .create_byot::<Value, Value>(body)
-            .await
-            .map_err(error)
+    async fn complete(&self, body: Value) -> Result<Value, Failed> {
+        let client = self.connections().client.clone();
+        let answer = client.chat().create_byot::<Value, Value>(body).await?;
+        Ok(answer)
     }
 
-    async fn open(
-        &self,
-        body: Value,
-    ) -> Result<
-        std::pin::Pin<Box<dyn futures::Stream<Item = Result<Chunk, OpenAIError>> + Send>>,
-        ModelError,
-    > {
-        self.client
+    async fn open(&self, body: Value) -> Result<Chunks, Failed> {
+        let client = self.connections().client.clone();
+        let chunks = client
             .chat()
             .create_stream_byot::<Value, Chunk>(body)
-            .await
-            .map_err(error)
+            .await?;
+        Ok(chunks)
     }
-}
-
-/// A whole `chat.completion` as the one streamed chunk it amounts to: its message as
-/// the delta (each tool call with its index), its finish reason and usage.
-fn as_chunk(mut completion: Value) -> Chunk {
-    let mut choices = Vec::new();
-    if let Some(all) = completion["choices"].as_array_mut() {
-        for choice in all {
-            let mut delta = choice["message"].take();
-            if let Some(calls) = delta["tool_calls"].as_array_mut() {
-                for (index, call) in calls.iter_mut().enumerate() {
-                    call["index"] = index.into();
-                    // Some servers give the arguments as an object, not JSON text.
-                    let arguments = &mut call["function"]["arguments"];
-                    if !arguments.is_string() && !arguments.is_null() {
-                        *arguments = arguments.to_string().into();
-                    }
-                }
-            }
-            choices.push(json!({ "delta": delta, "finish_reason": choice["finish_reason"] }));
-        }
-    }
-    let chunk = json!({ "choices": choices, "usage": completion["usage"] });
-    serde_json::from_value(chunk).unwrap_or(Chunk {
-        choices: Vec::new(),
-        usage: None,
-    })
 }
 
 impl ChatModel for OpenAiModel {
@@ -779,7 +494,10 @@ impl ChatModel for OpenAiModel {
             if body.get("tools").is_some() {
                 body["tool_choice"] = "auto".into();
             }
-            self.complete(body).await.map(drop)
+            self.complete(body)
+                .await
+                .map(drop)
+                .map_err(|failed| failed.error)
         })
     }
 
@@ -871,39 +589,24 @@ impl OpenAiModel {
     /// The model's events for `request`: asked in the shape its server takes, read
     /// whole when the stream fails before it starts, calls written as text read.
     async fn events(&self, request: &ChatRequest) -> Result<EventStream, ModelError> {
-        let shape = self.shape();
-        let body = self.body(request, shape);
-        let sent_required = body["tool_choice"] == "required";
-        let chunks = match self.open(body).await {
-            Ok(chunks) => chunks,
-            Err(refused) => match shape.after(&refused, sent_required, self.auto()) {
-                // Refused as it was put: asked once more, in the shape that
-                // servers with that quirk take.
-                Some(retry) => match self.open(self.body(request, retry)).await {
-                    Ok(chunks) => {
-                        self.remember(retry, &refused);
-                        chunks
-                    }
-                    Err(_) => return Err(refused),
-                },
-                None => return Err(refused),
-            },
-        };
+        let put = |shape: Shape| self.body(request, shape);
+        let send = |body: Value| Box::pin(self.open(body)) as BoxFuture<'_, Result<Chunks, Failed>>;
+        let (mut chunks, shape) = self.send_in_shapes(self.shape(), &put, &send).await?;
         // A stream that ends before its first chunk is a server that failed on
         // the request after its headers: llama-cpp-python does so for every error
         // of a streamed request, and cannot stream a turn in which its
         // `chatml-function-calling` handler chooses a tool ("Automatic streaming
-        // tool choice is not supported"). The same request, whole, is asked once.
-        let mut chunks = chunks;
+        // tool choice is not supported"). The answer is asked for whole, once.
         let first = chunks.next().await;
         let opened = match first {
             Some(Ok(chunk)) => futures::stream::iter([Ok(chunk)]).chain(chunks).boxed(),
             Some(Err(_)) | None => {
+                drop(chunks);
                 tracing::info!(
                     model = %self.settings.model,
                     "the stream ended before its first chunk; asking for the whole answer at once"
                 );
-                let whole = self.whole(request, shape).await?;
+                let whole = self.whole(request, Sent::of(&put(shape))).await?;
                 futures::stream::iter([Ok(whole)]).boxed()
             }
         };
@@ -912,7 +615,7 @@ impl OpenAiModel {
             .flat_map(move |chunk| {
                 let events: Vec<Result<ModelEvent, ModelError>> = match chunk {
                     Ok(chunk) => decoder.events(chunk).into_iter().map(Ok).collect(),
-                    Err(e) => vec![Err(error(e))],
+                    Err(e) => vec![Err(failure::error(e))],
                 };
                 futures::stream::iter(events)
             })
@@ -931,74 +634,6 @@ impl OpenAiModel {
 #[cfg(test)]
 mod tests {
     use super::*;
-
-    fn chunk(value: Value) -> Chunk {
-        serde_json::from_value(value).unwrap()
-    }
-
-    #[test]
-    fn fragments_without_an_index_continue_their_call() {
-        let mut decoder = Decoder::default();
-        let mut events = Vec::new();
-        for c in [
-            json!({ "choices": [{ "delta": { "tool_calls": [{ "id": "a", "function": { "name": "f", "arguments": "{\"x\"" } }] } }] }),
-            json!({ "choices": [{ "delta": { "tool_calls": [{ "function": { "arguments": ":1}" } }] } }] }),
-            json!({ "choices": [{ "delta": { "tool_calls": [{ "id": "b", "function": { "name": "g", "arguments": "{}" } }] } }] }),
-            json!({ "choices": [{ "delta": {}, "finish_reason": "tool_calls" }], "usage": null }),
-        ] {
-            events.extend(decoder.events(chunk(c)));
-        }
-        let indexes: Vec<u32> = events
-            .iter()
-            .filter_map(|e| match e {
-                ModelEvent::ToolCallDelta { index, .. } => Some(*index),
-                _ => None,
-            })
-            .collect();
-        assert_eq!(indexes, [0, 0, 1]);
-        assert_eq!(
-            events.last(),
-            Some(&ModelEvent::Finished(FinishReason::ToolCalls))
-        );
-    }
-
-    fn indexes(chunks: Vec<Value>) -> Vec<u32> {
-        let mut decoder = Decoder::default();
-        chunks
-            .into_iter()
-            .flat_map(|c| decoder.events(chunk(c)))
-            .filter_map(|e| match e {
-                ModelEvent::ToolCallDelta { index, .. } => Some(index),
-                _ => None,
-            })
-            .collect()
-    }
-
-    #[test]
-    fn parallel_calls_all_at_index_0_are_told_apart_by_their_ids() {
-        let call = |id: &str, name: &str| json!({ "choices": [{ "delta": { "tool_calls": [{ "index": 0, "id": id, "function": { "name": name, "arguments": "{}" } }] } }] });
-        assert_eq!(
-            indexes(vec![call("a", "f"), call("b", "g"), call("c", "h")]),
-            [0, 1, 2]
-        );
-        // The id repeated in every fragment of one call is still that one call.
-        let piece = |args: &str| json!({ "choices": [{ "delta": { "tool_calls": [{ "index": 0, "id": "a", "function": { "arguments": args } }] } }] });
-        assert_eq!(
-            indexes(vec![call("a", "f"), piece("{\"x\""), piece(":1}")]),
-            [0, 0, 0]
-        );
-        // Numbered calls keep their numbers; id-less continuations stay with them.
-        let numbered = |index: u32, id: Option<&str>| json!({ "choices": [{ "delta": { "tool_calls": [{ "index": index, "id": id, "function": { "arguments": "" } }] } }] });
-        assert_eq!(
-            indexes(vec![
-                numbered(0, Some("a")),
-                numbered(1, Some("b")),
-                numbered(0, None),
-                numbered(1, None)
-            ]),
-            [0, 1, 0, 1]
-        );
-    }
 
     #[test]
     fn text_mode_fences_each_tool_result_with_a_nonce_of_its_own() {
@@ -1155,11 +790,6 @@ mod tests {
         required: false,
         text: false,
     };
-    const TEXT: Shape = Shape {
-        plain: true,
-        required: false,
-        text: true,
-    };
 
     #[test]
     fn the_plain_shape_leaves_out_what_a_strict_server_refuses() {
@@ -1181,84 +811,8 @@ mod tests {
     }
 
     #[test]
-    fn the_shape_is_retried_only_for_refusals_it_may_cause() {
-        let upstream = |status| ModelError::Upstream {
-            status,
-            message: String::new(),
-            retry_after: None,
-        };
-        for status in [400, 422] {
-            assert_eq!(
-                Shape::FULL.after(&upstream(status), false, false),
-                Some(PLAIN)
-            );
-            assert_eq!(
-                Shape::FULL.after(&upstream(status), true, false),
-                Some(PLAIN)
-            );
-            assert_eq!(
-                NOT_REQUIRED.after(&upstream(status), false, false),
-                Some(PLAIN)
-            );
-            assert_eq!(PLAIN.after(&upstream(status), false, false), None, "once");
-        }
-        // A 500 is the shape's only when it asked for a required call; otherwise
-        // it is the router's to retry, as a transient failure.
-        assert_eq!(
-            Shape::FULL.after(&upstream(500), true, false),
-            Some(NOT_REQUIRED)
-        );
-        assert_eq!(Shape::FULL.after(&upstream(500), false, false), None);
-        for status in [401, 403, 404, 408, 413, 429, 502, 503, 504] {
-            assert_eq!(
-                Shape::FULL.after(&upstream(status), true, false),
-                None,
-                "{status}"
-            );
-        }
-        for other in [
-            ModelError::RateLimited { retry_after: None },
-            ModelError::Connection(String::new()),
-            ModelError::Timeout(String::new()),
-        ] {
-            assert_eq!(Shape::FULL.after(&other, true, false), None, "{other}");
-        }
-    }
-
-    #[test]
-    fn a_server_that_cannot_take_tools_gets_them_in_the_prompt_in_auto_mode_only() {
-        let refused = |status, message: &str| ModelError::Upstream {
-            status,
-            message: message.to_owned(),
-            retry_after: None,
-        };
-        for (status, message) in [
-            (
-                400,
-                "registry.ollama.ai/library/gemma:2b does not support tools",
-            ),
-            (
-                400,
-                "\"auto\" tool choice requires --enable-auto-tool-choice and --tool-call-parser to be set",
-            ),
-            (500, "tools param requires --jinja flag"),
-        ] {
-            let refused = refused(status, message);
-            assert_eq!(
-                Shape::FULL.after(&refused, false, true),
-                Some(TEXT),
-                "{message}"
-            );
-            assert_eq!(PLAIN.after(&refused, false, true), Some(TEXT), "{message}");
-            assert_eq!(TEXT.after(&refused, false, true), None, "once: {message}");
-            assert_ne!(
-                Shape::FULL.after(&refused, false, false),
-                Some(TEXT),
-                "native: {message}"
-            );
-        }
-        // The tools in the prompt, none in the request.
-        let body = model(ToolCallMode::Auto, false).body(&after_a_call(), TEXT);
+    fn the_tools_in_the_prompt_leave_none_in_the_request() {
+        let body = model(ToolCallMode::Auto, false).body(&after_a_call(), Shape::TEXT);
         assert!(body.get("tools").is_none(), "{body}");
         assert!(
             body["messages"][0]["content"]
@@ -1267,9 +821,6 @@ mod tests {
                 .contains("<tool_call>"),
             "{body}"
         );
-        // A message about a tool result's id is a malformed conversation, not this.
-        let other = refused(400, "tool_call_id call_1 has no matching tool call");
-        assert_eq!(Shape::FULL.after(&other, false, true), Some(PLAIN));
     }
 
     #[tokio::test]
@@ -1306,103 +857,5 @@ mod tests {
             assert!(plain.body["messages"][2].get("name").is_none());
         }
         llm.stop().await;
-    }
-
-    /// llama-cpp-python's stream of one call: `function_call` and `tool_calls` side
-    /// by side in every delta, the id and the name repeated each time.
-    #[test]
-    fn a_function_call_beside_tool_calls_is_not_read_twice() {
-        let mut decoder = Decoder::default();
-        let piece = |args: &str| {
-            json!({ "choices": [{ "index": 0, "finish_reason": null, "logprobs": null, "delta": {
-            "role": null, "content": null,
-            "function_call": { "name": "resos__getTables", "arguments": args },
-            "tool_calls": [{ "index": 0, "id": "call__0_resos__getTables_cmpl-1", "type": "function",
-                             "function": { "name": "resos__getTables", "arguments": args } }] } }] })
-        };
-        let mut events = Vec::new();
-        for c in [piece("{\"limit\""), piece(": 1}")] {
-            events.extend(decoder.events(chunk(c)));
-        }
-        let arguments: String = events
-            .iter()
-            .filter_map(|e| match e {
-                ModelEvent::ToolCallDelta {
-                    index: 0,
-                    arguments,
-                    ..
-                } => arguments.clone(),
-                _ => None,
-            })
-            .collect();
-        assert_eq!(arguments, "{\"limit\": 1}");
-        assert_eq!(events.len(), 2, "{events:?}");
-    }
-
-    #[test]
-    fn a_function_call_alone_is_a_call() {
-        let mut decoder = Decoder::default();
-        let piece = |name: Option<&str>, args: &str| {
-            json!({ "choices": [{ "delta": {
-            "function_call": { "name": name, "arguments": args } } }] })
-        };
-        let events: Vec<ModelEvent> = [
-            piece(Some("resos__getTables"), ""),
-            piece(None, "{}"),
-            json!({ "choices": [{ "delta": {}, "finish_reason": "function_call" }] }),
-        ]
-        .into_iter()
-        .flat_map(|c| decoder.events(chunk(c)))
-        .collect();
-        assert_eq!(
-            events,
-            [
-                ModelEvent::ToolCallDelta {
-                    index: 0,
-                    id: None,
-                    name: Some("resos__getTables".into()),
-                    arguments: Some(String::new())
-                },
-                ModelEvent::ToolCallDelta {
-                    index: 0,
-                    id: None,
-                    name: None,
-                    arguments: Some("{}".into())
-                },
-                ModelEvent::Finished(FinishReason::ToolCalls),
-            ]
-        );
-    }
-
-    #[test]
-    fn retry_after_is_read_in_every_form_providers_send() {
-        use reqwest::header::{HeaderMap, HeaderValue};
-        let headers = |pairs: &[(&'static str, &str)]| {
-            let mut map = HeaderMap::new();
-            for (name, value) in pairs {
-                map.insert(*name, HeaderValue::from_str(value).unwrap());
-            }
-            map
-        };
-        assert_eq!(
-            retry_after(&headers(&[("retry-after", "3")])),
-            Some(Duration::from_secs(3))
-        );
-        assert_eq!(
-            retry_after(&headers(&[
-                ("retry-after", "2"),
-                ("retry-after-ms", "1500")
-            ])),
-            Some(Duration::from_millis(1500))
-        );
-        let later = std::time::SystemTime::now() + Duration::from_secs(30);
-        let date = httpdate::fmt_http_date(later);
-        let wait = retry_after(&headers(&[("retry-after", &date)])).unwrap();
-        assert!(
-            wait > Duration::from_secs(25) && wait <= Duration::from_secs(30),
-            "{wait:?}"
-        );
-        assert_eq!(retry_after(&headers(&[("retry-after", "soon")])), None);
-        assert_eq!(retry_after(&headers(&[])), None);
     }
 }
