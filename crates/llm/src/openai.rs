@@ -432,7 +432,8 @@ impl OpenAiModel {
             }
             body
         };
-        let send = |body: Value| Box::pin(self.complete(body)) as BoxFuture<'_, Result<Value, Failed>>;
+        let send =
+            |body: Value| Box::pin(self.complete(body)) as BoxFuture<'_, Result<Value, Failed>>;
         let (answer, _) = self.send_in_shapes(first, &unstreamed, &send).await?;
         if streamed.required {
             self.remember(
