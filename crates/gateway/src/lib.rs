@@ -369,6 +369,7 @@ pub async fn router(
         db.clone(),
         live.clone(),
     ));
+    let hooks: Arc<dyn chat::hooks::AnswerHooks> = responses.clone();
     live.resume_with(Arc::new(chat::resume::Resumer::new(
         &answerer,
         store.clone(),
@@ -379,7 +380,7 @@ pub async fn router(
             max: gateway.resume_max,
             context_budget: gateway.context_budget,
         },
-        responses.clone(),
+        &hooks,
     )));
     // Without Redis, the answers a crash of this process left open are taken over
     // (or ended) before it serves: a viewer who comes back finds them going on.
@@ -426,8 +427,8 @@ pub async fn router(
         inputs,
         background: background.clone(),
         live,
-        responses: responses.clone(),
-        hooks: responses,
+        responses,
+        hooks,
         sessions,
         verifier,
         shutdown,

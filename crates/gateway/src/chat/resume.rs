@@ -48,7 +48,8 @@ pub struct Resumer {
     metrics: GatewayMetrics,
     tasks: TaskTracker,
     settings: Resuming,
-    hooks: Arc<dyn AnswerHooks>,
+    /// Weak for the same reason: the responses' records hold the live state.
+    hooks: Weak<dyn AnswerHooks>,
 }
 
 /// An answer ready to go on here.
@@ -67,7 +68,7 @@ impl Resumer {
         metrics: GatewayMetrics,
         tasks: TaskTracker,
         settings: Resuming,
-        hooks: Arc<dyn AnswerHooks>,
+        hooks: &Arc<dyn AnswerHooks>,
     ) -> Self {
         Self {
             answerer: Arc::downgrade(answerer),
@@ -75,7 +76,7 @@ impl Resumer {
             metrics,
             tasks,
             settings,
-            hooks,
+            hooks: Arc::downgrade(hooks),
         }
     }
 
@@ -100,7 +101,10 @@ impl Resumer {
         self.store.keep_shown(answer, &shown).await?;
         self.store.cancel_inputs(&answer.message).await?;
         let parts = self.store.answer_parts(&answer.message).await?;
-        let goes_on = self.hooks.goes_on(&answer.message).await;
+        let goes_on = match self.hooks.upgrade() {
+            Some(hooks) => hooks.goes_on(&answer.message).await,
+            None => return Ok(None),
+        };
         let calls = self.store.answer_calls(&answer.message).await?;
         let resumption = if goes_on.decided {
             // No question: the answer went on from the open exchange before its parts.
@@ -197,7 +201,9 @@ impl Resumer {
                 if let Err(error) = store.forget_asker(&answer.message).await {
                     tracing::warn!(%error, "forgetting who asked a finished answer");
                 }
-                hooks.ended(&answer).await;
+                if let Some(hooks) = hooks.upgrade() {
+                    hooks.ended(&answer).await;
+                }
             }
             .instrument(span),
         );
