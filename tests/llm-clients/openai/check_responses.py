@@ -138,7 +138,8 @@ def one(args: argparse.Namespace) -> None:
 
     # A booking waits for the person's approval, given in a new response.
     day = (datetime.date.today() + datetime.timedelta(days=3)).isoformat()
-    ask = f"Book a table for 2 on {day} at 19:00 for Ada Lovelace"
+    # With every detail the booking needs: a tool's form cannot be filled in on this API.
+    ask = f"Book a table for 2 on {day} at 19:00 for Ada Lovelace, ada.lovelace@example.com"
     asked = client.responses.create(model="maitred", input=ask)
     requests = of_type(asked, "mcp_approval_request")
     check("approval: the response ends with an mcp_approval_request",
