@@ -24,15 +24,15 @@ on_both_databases!(a_write_from_the_chat_carries_the_key_stored_with_its_call);
 
 /// One request the MCP role made to the backend.
 #[derive(Debug, Clone)]
-struct Seen {
+pub(crate) struct Seen {
     method: String,
     path: String,
-    idempotency_key: Option<String>,
+    pub(crate) idempotency_key: Option<String>,
 }
 
 /// Stands between the MCP role and the backend, and notes each request.
 #[derive(Clone, Default)]
-struct RecordingProxy {
+pub(crate) struct RecordingProxy {
     target: Arc<Mutex<String>>,
     seen: Arc<Mutex<Vec<Seen>>>,
 }
@@ -52,7 +52,7 @@ impl RecordingProxy {
     }
 
     /// The writes to `path` (POST or PUT), in order.
-    fn writes_to(&self, path: &str) -> Vec<Seen> {
+    pub(crate) fn writes_to(&self, path: &str) -> Vec<Seen> {
         self.seen()
             .into_iter()
             .filter(|s| s.method != "GET" && s.path == path)
@@ -99,7 +99,7 @@ async fn forward(State(proxy): State<RecordingProxy>, request: Request) -> Respo
 }
 
 /// All three roles, the MCP role reaching the backend through `proxy`.
-async fn spawn_behind(proxy: &RecordingProxy, database: &Database, llm: Llm) -> TestApp {
+pub(crate) async fn spawn_behind(proxy: &RecordingProxy, database: &Database, llm: Llm) -> TestApp {
     let proxy_url = proxy.start().await;
     TestApp::spawn_chat(database, llm, |s| {
         *proxy.target.lock().unwrap() = format!("http://127.0.0.1:{}", s.backend.endpoint.port);
@@ -108,10 +108,10 @@ async fn spawn_behind(proxy: &RecordingProxy, database: &Database, llm: Llm) -> 
     .await
 }
 
-const BOOKINGS: &str = "/api/v1/resos/bookings";
+pub(crate) const BOOKINGS: &str = "/api/v1/resos/bookings";
 
 /// The key the gateway mints for call `call` of answer `message`.
-fn expected_key(message: &str, call: &str) -> String {
+pub(crate) fn expected_key(message: &str, call: &str) -> String {
     let digest = Sha256::digest(format!("{message}{call}").as_bytes());
     format!("mtd-{}", &hex::encode(digest)[..32])
 }

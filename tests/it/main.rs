@@ -51,6 +51,8 @@ mod policy;
 mod process;
 mod proxy;
 mod replicas;
+mod responses;
+mod responses_replicas;
 mod restart;
 mod resume;
 mod security_gateway;

@@ -70,6 +70,10 @@ pub struct GatewayState {
     pub background: Arc<background::TaskBook>,
     /// Running answers: their events, viewers, cancel signals and limits.
     pub live: Live,
+    /// The Responses API's records of its answers.
+    pub responses: Arc<openai_api::responses::book::ResponseBook>,
+    /// Told when an answer is taken over or ends (the responses' records).
+    pub hooks: Arc<dyn chat::hooks::AnswerHooks>,
     pub sessions: Arc<Sessions>,
     pub verifier: Arc<TokenVerifier>,
     /// Cancelled at shutdown: no new questions from then on.
@@ -361,6 +365,11 @@ pub async fn router(
             }
         }
     });
+    let responses = Arc::new(openai_api::responses::book::ResponseBook::new(
+        db.clone(),
+        live.clone(),
+    ));
+    let hooks: Arc<dyn chat::hooks::AnswerHooks> = responses.clone();
     live.resume_with(Arc::new(chat::resume::Resumer::new(
         &answerer,
         store.clone(),
@@ -371,6 +380,7 @@ pub async fn router(
             max: gateway.resume_max,
             context_budget: gateway.context_budget,
         },
+        &hooks,
     )));
     // Without Redis, the answers a crash of this process left open are taken over
     // (or ended) before it serves: a viewer who comes back finds them going on.
@@ -417,6 +427,8 @@ pub async fn router(
         inputs,
         background: background.clone(),
         live,
+        responses,
+        hooks,
         sessions,
         verifier,
         shutdown,

@@ -35,6 +35,7 @@ use maitred_core::trace_context::TraceContext;
 use maitred_llm::router::ModelRouter;
 use maitred_llm::{Message, ToolDef, Usage};
 use maitred_protocol::events::Finish;
+use pipeline::Told;
 use ports::{Approver, BackgroundTasks, Budgets, Inputs, Tools};
 pub use recorder::Recorder;
 
@@ -88,6 +89,19 @@ pub enum Asking {
     /// A background task's result, posted after the answer that started it ended:
     /// the model answers from it and is offered no tool.
     Task,
+    /// The person answers in a later request (the Responses API): a call that needs
+    /// approval is asked for and not waited for; the answer ends after its turn's
+    /// other calls, and the call runs in the answer that brings the decision. Nobody
+    /// can fill in a tool's form meanwhile: its requests for input are declined.
+    Later,
+}
+
+impl Asking {
+    /// Whether the answer can be taken over after its server stopped: someone will
+    /// come back to it.
+    pub fn comes_back(self) -> bool {
+        matches!(self, Self::Person | Self::Later)
+    }
 }
 
 /// The conversation as the model sees it, and what the run has used.
@@ -175,17 +189,18 @@ impl Answerer {
             }
             let repeated = repeats.all_repeated(&reply.calls) && small;
             let results = if repeated || answer_now {
-                self.refuse_repeats(answer, &catalogue, &reply).await?
+                self.refuse_repeats(answer, &catalogue, &reply)
+                    .await?
+                    .into_iter()
+                    .map(Told::Model)
+                    .collect()
             } else {
                 self.run_calls(answer, &catalogue, &reply, &mut budget)
                     .await?
             };
-            for (call, content) in reply.calls.iter().zip(results) {
-                answer.recorder.tool_result(&call.id, &content).await?;
-                run.messages.push(Message::Tool {
-                    tool_call_id: call.id.clone(),
-                    content,
-                });
+            if told(answer, run, &reply.calls, results).await? == Waits::ForDecisions {
+                // The person decides in a later request, whose answer goes on from here.
+                return Ok(Finish::Stop);
             }
             if answer_now {
                 // Asked to answer from the results, it called again: the person has
@@ -260,4 +275,35 @@ impl Answerer {
             tracing::error!(%error, "recording the answer's end");
         }
     }
+}
+
+/// Whether calls of a turn still wait for the person's decision.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Waits {
+    Nothing,
+    /// Some wait for a decision a later request brings ([`Asking::Later`]).
+    ForDecisions,
+}
+
+/// Stores what the model is told of each call of a turn and adds it to the run.
+async fn told(
+    answer: &Answer<'_>,
+    run: &mut Run,
+    calls: &[maitred_llm::ToolCall],
+    results: Vec<Told>,
+) -> Result<Waits, Stop> {
+    let mut waits = Waits::Nothing;
+    for (call, result) in calls.iter().zip(results) {
+        match result {
+            Told::Model(content) => {
+                answer.recorder.tool_result(&call.id, &content).await?;
+                run.messages.push(Message::Tool {
+                    tool_call_id: call.id.clone(),
+                    content,
+                });
+            }
+            Told::Later => waits = Waits::ForDecisions,
+        }
+    }
+    Ok(waits)
 }

@@ -242,6 +242,20 @@ impl Recorder {
         Ok(started)
     }
 
+    /// A call stored by an earlier answer, shown to this one's viewers as it is sent
+    /// again: its `tool_call` event, and nothing stored (its row is the first's).
+    pub async fn show_call(&self, shown: &ShownCall) -> StoreResult<()> {
+        self.emit(ChatEvent::ToolCall(ToolCallEvent {
+            id: shown.id.clone(),
+            server: shown.server.clone(),
+            tool: shown.tool.clone(),
+            title: shown.title.clone(),
+            arguments: shown.arguments.clone(),
+            acting_as: shown.acting_as.clone(),
+        }))
+        .await
+    }
+
     /// A call stored before the answer was taken over, sent again: it keeps its id
     /// (and its viewers' card), and nothing about its start is shown or stored again.
     pub fn call_again(&self, id: &ToolCallId, server: &str, tool: &str) -> StartedCall {

@@ -12,7 +12,7 @@ use futures::StreamExt;
 use super::{Asker, TaskBook, TaskRow};
 use crate::GatewayState;
 use crate::answer::Asking;
-use crate::chat::start::{FollowUp, NewAnswer, start};
+use crate::chat::start::{Conversation, NewAnswer, Prompt, start};
 use maitred_core::trace_context::TraceContext;
 use maitred_llm::{Message, ToolCall};
 use maitred_protocol::ids::TaskStatus;
@@ -48,13 +48,13 @@ pub(super) async fn post(state: &GatewayState, book: &TaskBook, row: TaskRow) {
         user: asker.user(row.owner.clone()),
         trace: TraceContext::new_root(),
         arrived: Instant::now(),
-        continued: Some(row.conversation_id.clone()),
-        history,
-        question: note(&row),
+        message,
+        conversation: Conversation::Continued(row.conversation_id.clone()),
         asking: Asking::Task,
-        follow_up: Some(FollowUp {
-            message,
-            after_question: vec![
+        prompt: Prompt::Question {
+            history,
+            question: note(&row),
+            after: vec![
                 Message::Assistant {
                     content: None,
                     tool_calls: vec![call],
@@ -64,7 +64,7 @@ pub(super) async fn post(state: &GatewayState, book: &TaskBook, row: TaskRow) {
                     content: for_model(&row),
                 },
             ],
-        }),
+        },
     };
     match start(state, new).await {
         Ok(started) => {

@@ -18,7 +18,7 @@ use crate::answer::ports::{ApprovalRequest, Approver, Asked, StoreResult, Verdic
 use crate::error::GatewayError;
 use crate::live::Live;
 use maitred_core::db::{Db, canonical, canonical_now};
-use maitred_protocol::ids::{Subject, ToolCallId};
+use maitred_protocol::ids::{MessageId, Subject, ToolCallId};
 
 /// Longest an approval may be remembered: what the web UI offers, no more.
 pub const MAX_REMEMBER_MINUTES: u64 = 30;
@@ -150,6 +150,90 @@ impl Approvals {
             return Err(GatewayError::not_found("approval", id.as_str()));
         }
         self.live.wake(id.as_str()).await?;
+        Ok(())
+    }
+}
+
+/// An approval asked by an answer that ended without waiting for it (the Responses
+/// API's): where it stands.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Deferred {
+    /// The answer that asked.
+    pub message: MessageId,
+    pub status: String,
+    /// Past its expiry, it can no longer be answered.
+    pub expired: bool,
+}
+
+impl Approvals {
+    /// `owner`'s approval of call `id`, with the answer that asked; `None` for an
+    /// unknown id or another person's.
+    pub async fn deferred(
+        &self,
+        id: &ToolCallId,
+        owner: &Subject,
+    ) -> Result<Option<Deferred>, sqlx::Error> {
+        let row: Option<(MessageId, String, String)> = sqlx::query_as(
+            "SELECT c.message_id, a.status, a.expires_at FROM approvals a JOIN tool_calls c ON c.id = a.id \
+             WHERE a.id = $1 AND a.owner = $2",
+        )
+        .bind(id)
+        .bind(owner)
+        .fetch_optional(self.db.pool())
+        .await?;
+        Ok(row.map(|(message, status, expires_at)| Deferred {
+            message,
+            status,
+            expired: expires_at <= canonical_now(),
+        }))
+    }
+
+    /// The owner's decision on a deferred approval: pending and not expired → approved
+    /// or denied, once (false if it was not pending any more, or had expired).
+    pub async fn decide_deferred(
+        &self,
+        id: &ToolCallId,
+        owner: &Subject,
+        approve: bool,
+    ) -> Result<bool, sqlx::Error> {
+        let now = canonical_now();
+        let settled = sqlx::query(
+            "UPDATE approvals SET status = $1, decided_by = $2, decided_at = $3 \
+             WHERE id = $4 AND owner = $2 AND status = 'pending' AND expires_at > $3",
+        )
+        .bind(if approve { "approved" } else { "denied" })
+        .bind(owner)
+        .bind(&now)
+        .bind(id)
+        .execute(self.db.pool())
+        .await?;
+        Ok(settled.rows_affected() == 1)
+    }
+
+    /// Takes a decision back when the answer that was to act on it could not start
+    /// (the person's limits were full): it waits again, to be decided again.
+    pub async fn undecide(&self, id: &ToolCallId, owner: &Subject) -> Result<(), sqlx::Error> {
+        sqlx::query(
+            "UPDATE approvals SET status = 'pending', decided_by = NULL, decided_at = NULL \
+             WHERE id = $1 AND owner = $2 AND status IN ('approved', 'denied')",
+        )
+        .bind(id)
+        .bind(owner)
+        .execute(self.db.pool())
+        .await?;
+        Ok(())
+    }
+
+    /// A pending approval nobody will answer any more (the conversation went on):
+    /// cancelled.
+    pub async fn withdraw(&self, id: &ToolCallId) -> Result<(), sqlx::Error> {
+        sqlx::query(
+            "UPDATE approvals SET status = 'cancelled', decided_at = $1 WHERE id = $2 AND status = 'pending'",
+        )
+        .bind(canonical_now())
+        .bind(id)
+        .execute(self.db.pool())
+        .await?;
         Ok(())
     }
 }

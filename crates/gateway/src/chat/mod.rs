@@ -3,6 +3,7 @@
 //! `answer`, its live state sits in `live`.
 
 pub mod approvals;
+pub mod hooks;
 mod input_form;
 pub(crate) use input_form::problems as form_problems;
 pub mod inputs;
@@ -32,7 +33,7 @@ use super::live::{CancelOutcome, Events};
 use approvals::Decision;
 use maitred_core::trace_context::TraceContext;
 use maitred_protocol::ids::{ConversationId, InputId, MessageId, ToolCallId};
-use start::NewAnswer;
+use start::{Conversation, NewAnswer, Prompt};
 use views::{Answered, Cancelled, ConversationView, Decided};
 
 #[derive(Debug, Deserialize)]
@@ -129,11 +130,10 @@ pub(crate) async fn ask(
             user,
             trace,
             arrived,
-            continued,
-            history,
-            question: text,
+            message: MessageId::new(),
+            conversation: Conversation::new_or(continued),
             asking: Asking::Person,
-            follow_up: None,
+            prompt: Prompt::question(history, text),
         },
     )
     .await?;

@@ -8,7 +8,9 @@
 //! An answer is not taken over (and ends as interrupted, as before) when taking over
 //! is switched off (`MAITRED_RESUME_ANSWERS=false`), when it has been taken over
 //! `MAITRED_RESUME_MAX` times already, when it has nobody to come back to it (an
-//! answer of the OpenAI-compatible API), or when its question was never stored.
+//! answer of `/v1/chat/completions`), or when its question was never stored. An
+//! answer that went on from calls waiting for the person's decision (the Responses
+//! API's) has no question: it goes on from the conversation's open exchange.
 
 use std::sync::{Arc, Weak};
 use std::time::Instant;
@@ -16,9 +18,10 @@ use std::time::Instant;
 use tokio_util::task::TaskTracker;
 use tracing::Instrument;
 
+use super::hooks::{AnswerHooks, GoesOn};
 use super::store::{CallRecord, Store, StoredPart};
 use crate::answer::ports::{AnswerRef, Pending, Resumption, StoredCall, Tail};
-use crate::answer::{Answer, Answerer, Asking, Recorder};
+use crate::answer::{Answer, Answerer, Recorder};
 use crate::auth::ChatUser;
 use crate::live::{Live, LiveError, LoggedEvent, Running};
 use crate::metrics::GatewayMetrics;
@@ -45,6 +48,8 @@ pub struct Resumer {
     metrics: GatewayMetrics,
     tasks: TaskTracker,
     settings: Resuming,
+    /// Weak for the same reason: the responses' records hold the live state.
+    hooks: Weak<dyn AnswerHooks>,
 }
 
 /// An answer ready to go on here.
@@ -53,6 +58,7 @@ pub struct Prepared {
     user: ChatUser,
     attempt: u32,
     resumption: Resumption,
+    goes_on: GoesOn,
 }
 
 impl Resumer {
@@ -62,6 +68,7 @@ impl Resumer {
         metrics: GatewayMetrics,
         tasks: TaskTracker,
         settings: Resuming,
+        hooks: &Arc<dyn AnswerHooks>,
     ) -> Self {
         Self {
             answerer: Arc::downgrade(answerer),
@@ -69,6 +76,7 @@ impl Resumer {
             metrics,
             tasks,
             settings,
+            hooks: Arc::downgrade(hooks),
         }
     }
 
@@ -93,29 +101,55 @@ impl Resumer {
         self.store.keep_shown(answer, &shown).await?;
         self.store.cancel_inputs(&answer.message).await?;
         let parts = self.store.answer_parts(&answer.message).await?;
-        let Some((question_seq, question)) = parts.first().filter(|(_, p)| p.role == Role::User)
-        else {
-            tracing::warn!(message_id = %answer.message, "an answer whose question was not stored cannot go on");
-            return Ok(None);
+        let goes_on = match self.hooks.upgrade() {
+            Some(hooks) => hooks.goes_on(&answer.message).await,
+            None => return Ok(None),
         };
-        let mut messages = self
-            .store
-            .history_before(
-                &answer.conversation,
-                *question_seq,
-                self.settings.context_budget,
-            )
-            .await?;
-        messages.push(Message::User {
-            content: question.content.clone().unwrap_or_default(),
-        });
         let calls = self.store.answer_calls(&answer.message).await?;
-        let resumption = rebuild(messages, &parts[1..], &calls);
+        let resumption = if goes_on.decided {
+            // No question: the answer went on from the open exchange before its parts.
+            let before = parts.first().map_or(i64::MAX, |(seq, _)| *seq);
+            let (messages, open) = self
+                .store
+                .open_history_before(&answer.conversation, before, self.settings.context_budget)
+                .await?;
+            let tail = match open {
+                Some(open) => {
+                    let stored = self.store.turn_calls(&open.turn).await?;
+                    Tail::Calls {
+                        pending: pending(&open.calls, &stored),
+                        turn: open.turn,
+                    }
+                }
+                None => Tail::Ask { cut: false },
+            };
+            rebuild(messages, tail, &parts, &calls)
+        } else {
+            let Some((question_seq, question)) =
+                parts.first().filter(|(_, p)| p.role == Role::User)
+            else {
+                tracing::warn!(message_id = %answer.message, "an answer whose question was not stored cannot go on");
+                return Ok(None);
+            };
+            let mut messages = self
+                .store
+                .history_before(
+                    &answer.conversation,
+                    *question_seq,
+                    self.settings.context_budget,
+                )
+                .await?;
+            messages.push(Message::User {
+                content: question.content.clone().unwrap_or_default(),
+            });
+            rebuild(messages, Tail::Ask { cut: false }, &parts[1..], &calls)
+        };
         Ok(Some(Prepared {
             answer: answer.clone(),
             user,
             attempt,
             resumption,
+            goes_on,
         }))
     }
 
@@ -127,6 +161,7 @@ impl Resumer {
             user,
             attempt,
             resumption,
+            goes_on,
         } = prepared;
         let Some(answerer) = self.answerer.upgrade() else {
             // The gateway is going away; the answer is taken over at the next start
@@ -134,6 +169,9 @@ impl Resumer {
             return;
         };
         let local = live.local().start(answer.clone());
+        if goes_on.unattended {
+            local.unattended();
+        }
         let recorder = Recorder::new(
             answer.clone(),
             Arc::new(Running::new(local, live, after)),
@@ -141,7 +179,7 @@ impl Resumer {
             self.metrics.clone(),
             Instant::now(),
         );
-        let store = self.store.clone();
+        let (store, hooks) = (self.store.clone(), self.hooks.clone());
         let span = tracing::info_span!(
             "generation",
             message_id = %answer.message,
@@ -157,11 +195,14 @@ impl Resumer {
                     recorder: &recorder,
                     user: &user,
                     trace,
-                    asking: Asking::Person,
+                    asking: goes_on.asking,
                 };
                 answerer.resume(&run, attempt, resumption).await;
                 if let Err(error) = store.forget_asker(&answer.message).await {
                     tracing::warn!(%error, "forgetting who asked a finished answer");
+                }
+                if let Some(hooks) = hooks.upgrade() {
+                    hooks.ended(&answer).await;
                 }
             }
             .instrument(span),
@@ -169,14 +210,32 @@ impl Resumer {
     }
 }
 
+/// The calls of a turn as the model asked for them, each with its stored row.
+pub(crate) fn pending(asked: &[ToolCall], stored: &[CallRecord]) -> Vec<Pending> {
+    asked
+        .iter()
+        .map(|call| Pending {
+            call: call.clone(),
+            stored: stored
+                .iter()
+                .find(|c| c.model_call_id == call.id)
+                .map(|c| StoredCall {
+                    id: c.id.clone(),
+                    status: c.status,
+                    idempotency_key: c.idempotency_key.clone(),
+                }),
+        })
+        .collect()
+}
+
 /// The answer's stored parts after its question, as the model sees them, and what
-/// it was doing when its server stopped.
+/// it was doing when its server stopped; `tail` is where it stood before them.
 fn rebuild(
     mut messages: Vec<Message>,
+    mut tail: Tail,
     parts: &[(i64, StoredPart)],
     calls: &[CallRecord],
 ) -> Resumption {
-    let mut tail = Tail::Ask { cut: false };
     for (_, part) in parts {
         match part.role {
             Role::Assistant => {
@@ -293,7 +352,7 @@ mod tests {
             &[],
             MessageStatus::Interrupted,
         )]);
-        let rebuilt = rebuild(question(), &parts, &[]);
+        let rebuilt = rebuild(question(), Tail::Ask { cut: false }, &parts, &[]);
         assert!(matches!(rebuilt.tail, Tail::Ask { cut: true }));
         assert!(matches!(
             rebuilt.messages.last(),
@@ -310,10 +369,10 @@ mod tests {
             MessageStatus::Complete,
         )]);
         assert!(matches!(
-            rebuild(question(), &parts, &[]).tail,
+            rebuild(question(), Tail::Ask { cut: false }, &parts, &[]).tail,
             Tail::Answered
         ));
-        let alone = rebuild(question(), &[], &[]);
+        let alone = rebuild(question(), Tail::Ask { cut: false }, &[], &[]);
         assert!(matches!(alone.tail, Tail::Ask { cut: false }));
         assert_eq!(alone.messages.len(), 1);
     }
@@ -339,7 +398,7 @@ mod tests {
             stored("b", CallStatus::Running),
         ];
         let parts = numbered(vec![turn.clone(), result("a", "booked a")]);
-        let rebuilt = rebuild(question(), &parts, &rows);
+        let rebuilt = rebuild(question(), Tail::Ask { cut: false }, &parts, &rows);
         let Tail::Calls { turn: at, pending } = &rebuilt.tail else {
             panic!("{:?}", rebuilt.tail);
         };
@@ -365,7 +424,7 @@ mod tests {
         let turn = part(Role::Assistant, "", &[call("a")], MessageStatus::Complete);
         let parts = numbered(vec![turn, result("a", "booked")]);
         assert!(matches!(
-            rebuild(question(), &parts, &[]).tail,
+            rebuild(question(), Tail::Ask { cut: false }, &parts, &[]).tail,
             Tail::Ask { cut: false }
         ));
     }

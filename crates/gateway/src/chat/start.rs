@@ -10,7 +10,7 @@ use std::time::Instant;
 use tracing::Instrument;
 
 use crate::GatewayState;
-use crate::answer::ports::AnswerRef;
+use crate::answer::ports::{AnswerRef, Resumption};
 use crate::answer::{Answer, Asking, Recorder};
 use crate::auth::ChatUser;
 use crate::error::GatewayError;
@@ -25,22 +25,53 @@ pub struct NewAnswer {
     pub trace: TraceContext,
     /// When the request arrived, for the time to the first token.
     pub arrived: Instant,
-    /// The conversation it continues; `None`: a new one, titled after the question.
-    pub continued: Option<ConversationId>,
-    /// What the model sees before the question.
-    pub history: Vec<Message>,
-    pub question: String,
+    /// Its id: the caller's choice, so a caller can record it beforehand (a
+    /// background task's result, a response).
+    pub message: MessageId,
+    pub conversation: Conversation,
     pub asking: Asking,
-    /// Set for a background task's result, posted as a new answer.
-    pub follow_up: Option<FollowUp>,
+    pub prompt: Prompt,
 }
 
-/// A background task's result as an answer: its id, claimed beforehand so it is
-/// posted once, and what the model is shown after the question (its call and the
-/// result).
-pub struct FollowUp {
-    pub message: MessageId,
-    pub after_question: Vec<Message>,
+/// The conversation an answer goes into.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Conversation {
+    /// A new one, under this id, titled after the question.
+    New(ConversationId),
+    Continued(ConversationId),
+}
+
+impl Conversation {
+    /// A new conversation, or `continued`.
+    pub fn new_or(continued: Option<ConversationId>) -> Self {
+        continued.map_or_else(|| Self::New(ConversationId::new()), Self::Continued)
+    }
+}
+
+/// What the answer answers.
+pub enum Prompt {
+    /// A question, stored as the person's message: the model sees `history`, the
+    /// question, then `after` (a background task's call and result, when the answer
+    /// posts one).
+    Question {
+        history: Vec<Message>,
+        question: String,
+        after: Vec<Message>,
+    },
+    /// Nothing new is asked: the calls an earlier answer left waiting for the
+    /// person's decisions are sent (see `Answerer::decided`).
+    Decided(Resumption),
+}
+
+impl Prompt {
+    /// A question after `history`.
+    pub fn question(history: Vec<Message>, question: String) -> Self {
+        Self::Question {
+            history,
+            question,
+            after: Vec::new(),
+        }
+    }
 }
 
 /// An answer that has begun.
@@ -58,22 +89,18 @@ pub async fn start(state: &GatewayState, new: NewAnswer) -> Result<Started, Gate
         user,
         trace,
         arrived,
-        continued,
-        history,
-        question,
+        message,
+        conversation,
         asking,
-        follow_up,
+        prompt,
     } = new;
-    let (message, after_question) = match follow_up {
-        Some(FollowUp {
-            message,
-            after_question,
-        }) => (message, after_question),
-        None => (MessageId::new(), Vec::new()),
+    let (conversation, new) = match conversation {
+        Conversation::New(id) => (id, true),
+        Conversation::Continued(id) => (id, false),
     };
     let answer = AnswerRef {
         message,
-        conversation: continued.clone().unwrap_or_default(),
+        conversation,
         owner: user.subject.clone(),
     };
     let refused = |error: &GatewayError| {
@@ -96,13 +123,19 @@ pub async fn start(state: &GatewayState, new: NewAnswer) -> Result<Started, Gate
     // The question is stored beside the model's first request, in order before any
     // part of the answer.
     // Beside it, who asked: a replica that takes the answer over after a crash goes
-    // on as them (only a person watching can come back to a taken-over answer).
+    // on as them (only an answer somebody comes back to is taken over).
     let question_stored = state.tasks.spawn({
-        let (store, answer, text) = (state.store.clone(), answer.clone(), question.clone());
-        let new = continued.is_none();
-        let asker = (asking == Asking::Person).then(|| user.clone());
+        let store = state.store.clone();
+        let answer = answer.clone();
+        let question = match &prompt {
+            Prompt::Question { question, .. } => Some(question.clone()),
+            Prompt::Decided(_) => None,
+        };
+        let asker = asking.comes_back().then(|| user.clone());
         async move {
-            store.save_question(&answer, new, &text).await?;
+            if let Some(text) = question {
+                store.save_question(&answer, new, &text).await?;
+            }
             match asker {
                 Some(user) => store.save_asker(&answer, &user).await,
                 None => Ok(()),
@@ -123,7 +156,11 @@ pub async fn start(state: &GatewayState, new: NewAnswer) -> Result<Started, Gate
         .map_err(|e| GatewayError::Internal(e.0))?;
     let message_id = answer.message.clone();
     tracing::info!(%message_id, subject = ?user.subject, "question received");
-    let (answerer, store) = (state.answerer.clone(), state.store.clone());
+    let (answerer, store, hooks) = (
+        state.answerer.clone(),
+        state.store.clone(),
+        state.hooks.clone(),
+    );
     // The answer outlives the request, and its logs keep the request's trace.
     let span = tracing::info_span!(
         "generation",
@@ -138,22 +175,29 @@ pub async fn start(state: &GatewayState, new: NewAnswer) -> Result<Started, Gate
         trace
     };
     span.record("trace_id", tracing::field::display(trace.trace_id()));
+    let ended = answer.clone();
     state.tasks.spawn(
         async move {
-            let answer = Answer {
+            let run = Answer {
                 recorder: &recorder,
                 user: &user,
                 trace,
                 asking,
             };
-            answerer
-                .run_after(&answer, history, question, after_question)
-                .await;
-            if asking == Asking::Person
+            match prompt {
+                Prompt::Question {
+                    history,
+                    question,
+                    after,
+                } => answerer.run_after(&run, history, question, after).await,
+                Prompt::Decided(resumption) => answerer.decided(&run, resumption).await,
+            }
+            if asking.comes_back()
                 && let Err(error) = store.forget_asker(&message_id).await
             {
                 tracing::warn!(%error, "forgetting who asked a finished answer");
             }
+            hooks.ended(&ended).await;
         }
         .instrument(span),
     );

@@ -78,6 +78,17 @@ pub struct CallRecord {
     pub idempotency_key: Option<String>,
 }
 
+/// A model turn whose calls wait for their results: the last exchange of a
+/// conversation, left open by an answer that ended waiting for the person.
+#[derive(Debug, Clone)]
+pub struct OpenTurn {
+    pub turn: PartId,
+    /// The answer the turn belongs to.
+    pub message: Option<MessageId>,
+    /// Its calls without a result, as the model asked for them.
+    pub calls: Vec<ToolCall>,
+}
+
 /// Who asked an answer, as kept for its takeover.
 #[derive(FromRow)]
 struct AskerRow {
@@ -224,6 +235,21 @@ impl Store {
         seq: i64,
         budget: usize,
     ) -> Result<Vec<Message>, sqlx::Error> {
+        let kept = self.kept_before(conversation, seq, budget).await?;
+        Ok(complete_exchanges(
+            kept.into_iter().filter_map(to_model_message).collect(),
+            true,
+        ))
+    }
+
+    /// The parts before part `seq` that fit in `budget`, oldest first, starting with
+    /// no tool result.
+    async fn kept_before(
+        &self,
+        conversation: &ConversationId,
+        seq: i64,
+        budget: usize,
+    ) -> Result<Vec<StoredPart>, sqlx::Error> {
         let rows: Vec<StoredPart> = sqlx::query_as(
             "SELECT id, message_id, role, content, tool_calls, tool_call_id, status, model, created_at \
              FROM chat_messages WHERE conversation_id = $1 AND seq < $2 ORDER BY seq DESC LIMIT 500",
@@ -248,9 +274,48 @@ impl Store {
         while kept.first().is_some_and(|m| m.role == Role::Tool) {
             kept.remove(0);
         }
-        Ok(complete_exchanges(
-            kept.into_iter().filter_map(to_model_message).collect(),
-        ))
+        Ok(kept)
+    }
+
+    /// The same, except that the last exchange is left open: the calls of its model
+    /// turn that have no result yet (they waited for the person's decision) are not
+    /// closed as interrupted, but returned, with their turn.
+    pub async fn open_history_before(
+        &self,
+        conversation: &ConversationId,
+        seq: i64,
+        budget: usize,
+    ) -> Result<(Vec<Message>, Option<OpenTurn>), sqlx::Error> {
+        let kept = self.kept_before(conversation, seq, budget).await?;
+        let mut answered: Vec<&str> = Vec::new();
+        let mut open = None;
+        for row in kept.iter().rev() {
+            match row.role {
+                Role::Tool => answered.extend(row.tool_call_id.as_deref()),
+                Role::Assistant => {
+                    let calls: Vec<ToolCall> = row
+                        .tool_calls
+                        .as_deref()
+                        .and_then(|t| serde_json::from_str(t).ok())
+                        .unwrap_or_default();
+                    let waiting: Vec<ToolCall> = calls
+                        .into_iter()
+                        .filter(|c| !answered.contains(&c.id.as_str()))
+                        .collect();
+                    if !waiting.is_empty() && row.status == MessageStatus::Complete {
+                        open = Some(OpenTurn {
+                            turn: row.id.clone(),
+                            message: row.message_id.clone(),
+                            calls: waiting,
+                        });
+                    }
+                    break;
+                }
+                Role::User => break,
+            }
+        }
+        let messages = kept.into_iter().filter_map(to_model_message).collect();
+        Ok((complete_exchanges(messages, open.is_none()), open))
     }
 
     pub async fn conversations(
@@ -295,7 +360,8 @@ impl Store {
         Ok((summary, parts, calls))
     }
 
-    /// The conversation and, by the schema's cascades, everything in it.
+    /// The conversation and, by the schema's cascades, everything in it; and the
+    /// records of the responses it holds (the Responses API's).
     pub async fn delete(&self, owner: &Subject, id: &ConversationId) -> Result<(), GatewayError> {
         let deleted = sqlx::query("DELETE FROM conversations WHERE id = $1 AND owner = $2")
             .bind(id)
@@ -305,7 +371,56 @@ impl Store {
         if deleted.rows_affected() == 0 {
             return Err(GatewayError::not_found("conversation", id.as_str()));
         }
+        sqlx::query("DELETE FROM responses WHERE conversation_id = $1 AND owner = $2")
+            .bind(id)
+            .bind(owner)
+            .execute(self.db.pool())
+            .await?;
         Ok(())
+    }
+
+    /// One answer of `owner`'s and what it stored (its question, turns, results, tool
+    /// calls with their approvals, token counts); its conversation too once nothing
+    /// is left in it.
+    pub async fn delete_answer(
+        &self,
+        owner: &Subject,
+        answer: &AnswerRef,
+    ) -> Result<(), sqlx::Error> {
+        let mut tx = self.db.begin_write().await?;
+        let owned: Option<(ConversationId,)> =
+            sqlx::query_as("SELECT id FROM conversations WHERE id = $1 AND owner = $2")
+                .bind(&answer.conversation)
+                .bind(owner)
+                .fetch_optional(&mut *tx)
+                .await?;
+        if owned.is_none() {
+            return Ok(());
+        }
+        sqlx::query(
+            "DELETE FROM approvals WHERE id IN (SELECT id FROM tool_calls WHERE message_id = $1)",
+        )
+        .bind(&answer.message)
+        .execute(&mut *tx)
+        .await?;
+        for table in [
+            "DELETE FROM tool_calls WHERE message_id = $1",
+            "DELETE FROM chat_messages WHERE message_id = $1",
+            "DELETE FROM token_usage WHERE message_id = $1",
+        ] {
+            sqlx::query(table)
+                .bind(&answer.message)
+                .execute(&mut *tx)
+                .await?;
+        }
+        sqlx::query(
+            "DELETE FROM conversations WHERE id = $1 AND NOT EXISTS \
+             (SELECT 1 FROM chat_messages WHERE conversation_id = $1)",
+        )
+        .bind(&answer.conversation)
+        .execute(&mut *tx)
+        .await?;
+        tx.commit().await
     }
 
     /// After its replica died: the answer keeps every token that was `shown`, and
@@ -511,6 +626,16 @@ impl Store {
         .await
     }
 
+    /// The tool calls of one model turn as they were stored.
+    pub async fn turn_calls(&self, turn: &PartId) -> Result<Vec<CallRecord>, sqlx::Error> {
+        sqlx::query_as(
+            "SELECT id, turn_id, model_call_id, status, idempotency_key FROM tool_calls WHERE turn_id = $1 ORDER BY created_at, id",
+        )
+        .bind(turn)
+        .fetch_all(self.db.pool())
+        .await
+    }
+
     /// A tool's requests for input the answer left open are cancelled: nobody may
     /// answer them now (a call that runs again asks again).
     pub async fn cancel_inputs(&self, message: &MessageId) -> Result<(), sqlx::Error> {
@@ -690,8 +815,9 @@ fn to_model_message(row: StoredPart) -> Option<Message> {
 
 /// Every tool call must be followed by its result, or providers refuse the history:
 /// calls left unanswered (a cancelled or crashed turn) get a result saying so, and
-/// results of calls that are not there are dropped.
-fn complete_exchanges(messages: Vec<Message>) -> Vec<Message> {
+/// results of calls that are not there are dropped. `close_last`: the last turn's
+/// unanswered calls too (else they are left for their results to follow).
+fn complete_exchanges(messages: Vec<Message>, close_last: bool) -> Vec<Message> {
     let mut out: Vec<Message> = Vec::with_capacity(messages.len());
     let mut open: Vec<String> = Vec::new();
     let close = |out: &mut Vec<Message>, open: &mut Vec<String>| {
@@ -721,7 +847,9 @@ fn complete_exchanges(messages: Vec<Message>) -> Vec<Message> {
             }
         }
     }
-    close(&mut out, &mut open);
+    if close_last {
+        close(&mut out, &mut open);
+    }
     out
 }
 
@@ -759,7 +887,7 @@ mod tests {
                 content: "next".into(),
             },
         ];
-        let fixed = complete_exchanges(messages);
+        let fixed = complete_exchanges(messages, true);
         let roles: Vec<String> = fixed
             .iter()
             .map(|m| match m {

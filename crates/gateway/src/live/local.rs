@@ -22,6 +22,8 @@ pub struct LocalAnswer {
     /// Stopped by the server going down rather than by the person.
     interrupted: AtomicBool,
     finished: AtomicBool,
+    /// Runs to its end whether or not anybody watches (a background response).
+    unattended: AtomicBool,
     viewers: AtomicUsize,
     /// Since when nobody watches here (none: someone does, or never checked).
     unwatched_since: Mutex<Option<Instant>>,
@@ -45,8 +47,17 @@ impl LocalAnswer {
         self.viewers.load(Ordering::SeqCst)
     }
 
-    /// How long nobody has watched it here; zero while somebody does.
+    /// From now on, nobody need watch it: it is not cancelled for want of viewers.
+    pub fn unattended(&self) {
+        self.unattended.store(true, Ordering::SeqCst);
+    }
+
+    /// How long nobody has watched it here; zero while somebody does, and always for
+    /// an unattended answer.
     pub fn unwatched_for(&self) -> Duration {
+        if self.unattended.load(Ordering::SeqCst) {
+            return Duration::ZERO;
+        }
         self.unwatched_since
             .lock()
             .unwrap_or_else(|p| p.into_inner())
@@ -78,6 +89,7 @@ impl Local {
             cancel: CancellationToken::new(),
             interrupted: AtomicBool::new(false),
             finished: AtomicBool::new(false),
+            unattended: AtomicBool::new(false),
             viewers: AtomicUsize::new(0),
             unwatched_since: Mutex::new(Some(Instant::now())),
         });

@@ -139,6 +139,15 @@ pub trait LiveState: Send + Sync {
         after: u64,
     ) -> Result<Option<Events>, LiveError>;
 
+    /// `owner`'s answer `id`: the events logged so far, without waiting for more
+    /// (all of them once it has ended, while its log is kept). `None` as for
+    /// [`LiveState::follow`].
+    async fn logged(
+        &self,
+        id: &MessageId,
+        owner: &Subject,
+    ) -> Result<Option<Vec<LoggedEvent>>, LiveError>;
+
     /// Stops `owner`'s answer `id`, on whichever replica runs it.
     async fn cancel(&self, id: &MessageId, owner: &Subject) -> Result<CancelOutcome, LiveError>;
 

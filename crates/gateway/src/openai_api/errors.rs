@@ -38,7 +38,7 @@ struct Envelope<'a> {
 }
 
 impl OpenAiError {
-    fn new(status: StatusCode, kind: &'static str, code: &str, message: String) -> Self {
+    pub(super) fn new(status: StatusCode, kind: &'static str, code: &str, message: String) -> Self {
         Self(Box::new(Parts {
             status,
             body: ErrorBody {
@@ -49,6 +49,20 @@ impl OpenAiError {
             },
             headers: HeaderMap::new(),
         }))
+    }
+
+    /// With `Retry-After: seconds`.
+    pub(super) fn retry_after(mut self, seconds: u64) -> Self {
+        self.0
+            .headers
+            .insert(header::RETRY_AFTER, HeaderValue::from(seconds));
+        self
+    }
+
+    /// With `param` naming the field at fault.
+    pub(super) fn param(mut self, param: &'static str) -> Self {
+        self.0.body.param = Some(param);
+        self
     }
 
     /// 400 for a request this API cannot take; `param` names the field.

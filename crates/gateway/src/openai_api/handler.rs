@@ -18,15 +18,16 @@ use super::request::ChatCompletionRequest;
 use crate::GatewayState;
 use crate::answer::Asking;
 use crate::chat::sse;
-use crate::chat::start::{NewAnswer, Started, start};
+use crate::chat::start::{Conversation, NewAnswer, Prompt, Started, start};
 use crate::error::GatewayError;
 use crate::extract::GatewayJson;
 use maitred_core::http::timeouts::RequestDeadline;
 use maitred_core::trace_context::TraceContext;
+use maitred_protocol::ids::MessageId;
 
 /// The models this API answers as: the gateway, and the gateway named after the
 /// model it is configured with.
-fn served(state: &GatewayState) -> [String; 2] {
+pub(super) fn served(state: &GatewayState) -> [String; 2] {
     [
         "maitred".to_owned(),
         format!("maitred/{}", state.answerer.models.primary()),
@@ -82,11 +83,10 @@ pub(super) async fn completions(
             user,
             trace,
             arrived,
-            continued: None,
-            history: conversation.history,
-            question: conversation.question,
+            message: MessageId::new(),
+            conversation: Conversation::new_or(None),
             asking: Asking::Never { why: NO_APPROVALS },
-            follow_up: None,
+            prompt: Prompt::question(conversation.history, conversation.question),
         },
     )
     .await?;

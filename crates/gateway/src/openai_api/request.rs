@@ -154,7 +154,7 @@ impl RequestMessage {
 }
 
 /// Every system message, and the newest of the others that fit in `budget` characters.
-fn within(messages: Vec<Message>, budget: usize) -> Vec<Message> {
+pub(super) fn within(messages: Vec<Message>, budget: usize) -> Vec<Message> {
     let size = |m: &Message| match m {
         Message::System { content } | Message::User { content } => content.len(),
         Message::Assistant { content, .. } => content.as_deref().map_or(0, str::len),

@@ -1,8 +1,8 @@
 //! While a call runs, what its server says on the way reaches the person: progress
 //! (at most 4 events a second per call, the latest always shown before the result)
 //! and requests for input, which wait for the person's answer and take it back to
-//! the server. Where nobody can answer (the OpenAI-compatible API), every request is
-//! declined at once.
+//! the server. Where nobody can answer at once (the OpenAI-compatible APIs), every
+//! request is declined.
 
 use std::future::Future;
 use std::time::Duration;
@@ -105,7 +105,12 @@ async fn ask(
     shown: &ShownCall,
     asked: InputAsk,
 ) -> StoreResult<InputReply> {
-    if let Asking::Never { why } = answer.asking {
+    let nobody = match answer.asking {
+        Asking::Never { why } => Some(why),
+        Asking::Later => Some("the person answers in a later request"),
+        Asking::Person | Asking::Task => None,
+    };
+    if let Some(why) = nobody {
         tracing::info!(server = %shown.server, tool = %shown.tool, why, "a tool asked for input; declined");
         return Ok(InputReply::only(InputAction::Decline));
     }

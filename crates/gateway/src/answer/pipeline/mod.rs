@@ -28,6 +28,23 @@ use maitred_llm::ToolCall;
 use maitred_protocol::ids::{CallStatus, PartId, ToolCallId};
 
 use super::ports::{Adopted, NewTask, StoreResult, StoredCall};
+use permission::Permit;
+
+/// What became of one call, for the model.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub(super) enum Told {
+    /// What the model is told of it (its result, or why it did not run).
+    Model(String),
+    /// It waits for the person's decision, brought by a later request
+    /// ([`super::Asking::Later`]): the model is told nothing yet.
+    Later,
+}
+
+impl From<String> for Told {
+    fn from(text: String) -> Self {
+        Self::Model(text)
+    }
+}
 
 impl Answerer {
     /// The turn's calls, concurrently; what the model is told of each, in order.
@@ -38,7 +55,7 @@ impl Answerer {
         catalogue: &Catalogue,
         reply: &Reply,
         budget: &mut usize,
-    ) -> Result<Vec<String>, Stop> {
+    ) -> Result<Vec<Told>, Stop> {
         let allowed = reply.calls.len().min(*budget);
         *budget -= allowed;
         let cancel = answer.recorder.cancelled();
@@ -52,7 +69,7 @@ impl Answerer {
         };
         results
             .into_iter()
-            .collect::<StoreResult<Vec<String>>>()
+            .collect::<StoreResult<Vec<Told>>>()
             .map_err(Stop::from)
     }
 
@@ -63,7 +80,7 @@ impl Answerer {
         turn: &PartId,
         call: &ToolCall,
         budget_spent: Option<usize>,
-    ) -> StoreResult<String> {
+    ) -> StoreResult<Told> {
         let recorder = answer.recorder;
         let arguments = parse_arguments(&call.arguments);
         let mut shown = ShownCall {
@@ -88,7 +105,8 @@ impl Answerer {
                 "Error: there is no tool named {}. Available tools: {}.",
                 call.name,
                 available.join(", ")
-            ));
+            )
+            .into());
         };
         shown.server.clone_from(&tool.server);
         shown.tool.clone_from(&tool.tool);
@@ -115,17 +133,21 @@ impl Answerer {
         self.send(answer, sending).await
     }
 
-    /// A call of the turn that was running when the answer's server stopped, stored
-    /// as `stored`: sent again with its id and idempotency key (a write the server
-    /// had made is not made twice), its approval as it stood (given: still given;
-    /// waiting: waited for; never asked: asked).
+    /// A call stored by an earlier run, stored as `stored`: a call of the turn that
+    /// was running when the answer's server stopped, or one that waited for the
+    /// person's decision while its answer ended. Sent again with its id and
+    /// idempotency key (a write the server had made is not made twice), its approval
+    /// as it stood (given: still given; waiting: waited for; never asked: asked).
+    /// `show`: its viewers have not seen it (a new answer goes on with it), so its
+    /// `tool_call` is sent again, and not stored again.
     pub(super) async fn call_again(
         &self,
         answer: &Answer<'_>,
         catalogue: &Catalogue,
         call: &ToolCall,
         stored: &StoredCall,
-    ) -> StoreResult<String> {
+        show: bool,
+    ) -> StoreResult<Told> {
         let recorder = answer.recorder;
         let arguments = parse_arguments(&call.arguments);
         let Some(tool) = catalogue.find(&call.name) else {
@@ -136,7 +158,8 @@ impl Answerer {
             return Ok(format!(
                 "Error: there is no tool named {} (any more). Nothing was done.",
                 call.name
-            ));
+            )
+            .into());
         };
         let shown_arguments = arguments
             .clone()
@@ -164,6 +187,9 @@ impl Answerer {
             write = key.is_some(),
             "sending a call again after a takeover"
         );
+        if show {
+            recorder.show_call(&shown).await?;
+        }
         let started = recorder.call_again(&stored.id, &tool.server, &tool.tool);
         let sending = Sending {
             tool,
@@ -180,7 +206,7 @@ impl Answerer {
 
     /// The rest of the pipeline for a call that has started: permission, arguments,
     /// approval, the call itself, its summary.
-    async fn send(&self, answer: &Answer<'_>, sending: Sending<'_>) -> StoreResult<String> {
+    async fn send(&self, answer: &Answer<'_>, sending: Sending<'_>) -> StoreResult<Told> {
         let Sending {
             tool,
             shown,
@@ -198,11 +224,16 @@ impl Answerer {
                 .await?;
             return Ok(format!(
                 "Not allowed: {reason}. Nothing was done. Answer with what you have, and tell the user what you could not do."
-            ));
+            )
+            .into());
         }
         let arguments = match arguments.and_then(|a| validate(&tool, a)) {
             Ok(arguments) => arguments,
-            Err(problem) => return refused(answer, started, &tool, &problem.to_string()).await,
+            Err(problem) => {
+                return Ok(refused(answer, started, &tool, &problem.to_string())
+                    .await?
+                    .into());
+            }
         };
         if tool.needs_approval {
             let approvals = self.approvals.as_ref();
@@ -211,11 +242,16 @@ impl Answerer {
             } else {
                 permission::approved(approvals, answer, shown).await?
             };
-            if let Err(refusal) = verdict {
-                recorder
-                    .call_finished(started, CallStatus::Denied, refusal.summary())
-                    .await?;
-                return Ok(refusal.tell_model());
+            match verdict {
+                Permit::Granted => {}
+                Permit::Refused(refusal) => {
+                    recorder
+                        .call_finished(started, CallStatus::Denied, refusal.summary())
+                        .await?;
+                    return Ok(refusal.tell_model().into());
+                }
+                // Its row stays `running`: the answer that brings the decision sends it.
+                Permit::Deferred => return Ok(Told::Later),
             }
         }
         let (link, events) = CallLink::new();
@@ -246,7 +282,7 @@ impl Answerer {
         recorder
             .call_finished(started, summarised.status, &summarised.summary)
             .await?;
-        Ok(summarised.text)
+        Ok(summarised.text.into())
     }
 }
 

@@ -61,13 +61,23 @@ impl Unapproved {
     }
 }
 
+/// What the person's approval came to.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(super) enum Permit {
+    Granted,
+    Refused(Unapproved),
+    /// Asked, to be answered in a later request ([`Asking::Later`]): the call waits
+    /// for the answer that brings the decision.
+    Deferred,
+}
+
 /// Asks the person, unless an approval of this very call is still remembered or
-/// nobody can be asked. `Err` is why the call may not run.
+/// nobody can be asked.
 pub(super) async fn approved(
     approver: &dyn Approver,
     answer: &Answer<'_>,
     shown: &ShownCall,
-) -> StoreResult<Result<(), Unapproved>> {
+) -> StoreResult<Permit> {
     let request = ApprovalRequest {
         id: &shown.id,
         answer: answer.recorder.answer(),
@@ -76,13 +86,16 @@ pub(super) async fn approved(
         arguments: &shown.arguments,
     };
     if approver.remembered(&request).await? {
-        return Ok(Ok(()));
+        return Ok(Permit::Granted);
     }
     if let Asking::Never { why } = answer.asking {
-        return Ok(Err(Unapproved::CannotAsk(why)));
+        return Ok(Permit::Refused(Unapproved::CannotAsk(why)));
     }
     let expires_at = approver.open(&request).await?;
     answer.recorder.approval_required(shown, expires_at).await?;
+    if answer.asking == Asking::Later {
+        return Ok(Permit::Deferred);
+    }
     let _waiting = answer.recorder.waiting_for_approval();
     let verdict = approver
         .wait(&request, &answer.recorder.cancelled())
@@ -90,24 +103,25 @@ pub(super) async fn approved(
     Ok(judged(verdict))
 }
 
-fn judged(verdict: Verdict) -> Result<(), Unapproved> {
+fn judged(verdict: Verdict) -> Permit {
     match verdict {
-        Verdict::Approved | Verdict::Remembered => Ok(()),
-        Verdict::Denied => Err(Unapproved::Decided("denied by the user")),
-        Verdict::Expired => Err(Unapproved::Decided("not approved in time")),
-        Verdict::Cancelled => Err(Unapproved::Decided("cancelled")),
+        Verdict::Approved | Verdict::Remembered => Permit::Granted,
+        Verdict::Denied => Permit::Refused(Unapproved::Decided("denied by the user")),
+        Verdict::Expired => Permit::Refused(Unapproved::Decided("not approved in time")),
+        Verdict::Cancelled => Permit::Refused(Unapproved::Decided("cancelled")),
     }
 }
 
-/// For a call sent again after a takeover: an approval given stays given, one
-/// refused stays refused; one waiting, or never asked, is asked (again): its replica
-/// may have died after recording the request and before showing it, so it is shown
-/// again (the same id: a viewer who saw it sees the same card) and waited for anew.
+/// For a call sent again (after a takeover, or in the answer that brings the
+/// person's decision): an approval given stays given, one refused stays refused; one
+/// waiting, or never asked, is asked (again): its replica may have died after
+/// recording the request and before showing it, so it is shown again (the same id: a
+/// viewer who saw it sees the same card) and waited for anew.
 pub(super) async fn approved_again(
     approver: &dyn Approver,
     answer: &Answer<'_>,
     shown: &ShownCall,
-) -> StoreResult<Result<(), Unapproved>> {
+) -> StoreResult<Permit> {
     match approver.asked(&shown.id).await? {
         Asked::Decided(verdict) => Ok(judged(verdict)),
         Asked::Never | Asked::Waiting => approved(approver, answer, shown).await,

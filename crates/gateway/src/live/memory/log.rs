@@ -286,6 +286,23 @@ impl EventLog {
             .collect())
     }
 
+    /// The events a buffer in memory holds now: `None` when there is none for `id`,
+    /// `Some(None)` when it is not `owner`'s.
+    pub(super) fn so_far(
+        &self,
+        id: &MessageId,
+        owner: &Subject,
+    ) -> Option<Option<Vec<LoggedEvent>>> {
+        let buffer = self.buffer(id)?;
+        Some((&buffer.owner == owner).then(|| {
+            buffer
+                .events
+                .lock()
+                .unwrap_or_else(|p| p.into_inner())
+                .clone()
+        }))
+    }
+
     /// Following a buffer in memory.
     pub(super) fn follow(
         &self,

@@ -12,6 +12,7 @@ use std::sync::{Arc, Mutex, OnceLock};
 use std::time::Duration;
 
 use async_trait::async_trait;
+use futures::StreamExt;
 use tokio_util::sync::CancellationToken;
 use tokio_util::task::TaskTracker;
 
@@ -233,6 +234,20 @@ impl LiveState for MemoryLive {
         match self.log.follow(id, owner, after) {
             Some(found) => Ok(found),
             None => self.log.stored(id, owner, after).await,
+        }
+    }
+
+    async fn logged(
+        &self,
+        id: &MessageId,
+        owner: &Subject,
+    ) -> Result<Option<Vec<LoggedEvent>>, LiveError> {
+        if let Some(found) = self.log.so_far(id, owner) {
+            return Ok(found);
+        }
+        match self.log.stored(id, owner, 0).await? {
+            Some(events) => Ok(Some(events.collect().await)),
+            None => Ok(None),
         }
     }
 

@@ -320,6 +320,21 @@ impl LiveState for RedisLive {
         Ok(Some(follower.into_stream()))
     }
 
+    async fn logged(
+        &self,
+        id: &MessageId,
+        owner: &Subject,
+    ) -> Result<Option<Vec<LoggedEvent>>, LiveError> {
+        let mut conn = self.conn.clone();
+        let found: Option<String> = conn.hget(self.keys.answer(id), "owner").await?;
+        if found.as_deref() != Some(owner.as_str()) {
+            return Ok(None);
+        }
+        let reply: redis::streams::StreamRangeReply =
+            conn.xrange(self.keys.events(id), "-", "+").await?;
+        Ok(Some(wire::from_range(reply)))
+    }
+
     async fn cancel(&self, id: &MessageId, owner: &Subject) -> Result<CancelOutcome, LiveError> {
         if let Some(local) = self.local.get(id).filter(|l| &l.answer.owner == owner) {
             local.cancel.cancel();
