@@ -153,6 +153,8 @@ pub fn own_mcp_server(settings: &Settings, secret: SecretString) -> ServerConfig
         read_only_tools: Vec::new(),
         require_approval: Vec::new(),
         description: None,
+        offer: Default::default(),
+        pinned: Vec::new(),
     }
 }
 
@@ -247,6 +249,7 @@ pub async fn router(
             tasks: tasks.clone(),
             loopback_http: dev,
             accounts: accounts.clone(),
+            search: file.tool_search.clone(),
         },
     )?;
     GatewayMetrics::watch_breakers(&metrics, hub.clone());

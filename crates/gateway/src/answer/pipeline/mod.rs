@@ -6,10 +6,14 @@
 //! validate (the arguments fit the tool's input schema) → permission: approval →
 //! call (the server's circuit breaker and timeout, inside the tool hub; its progress
 //! and requests for the person's input served meanwhile, `interact.rs`) → summarise.
+//!
+//! The gateway's own `search_tools` (`search.rs`) takes none of these steps: it is no
+//! MCP call, and finds tools without using any.
 
 mod interact;
 mod permission;
 mod resume;
+mod search;
 pub(super) mod summarise;
 
 use std::sync::Arc;
@@ -21,7 +25,7 @@ use super::recorder::{ShownCall, StartedCall};
 use super::turn::Reply;
 use super::{Answer, Answerer, Stop};
 use crate::tools::{
-    CallContext, CallLink, CallOutcome, Catalogue, InvalidArguments, RegisteredTool, StartedTask,
+    self, CallContext, CallLink, CallOutcome, Catalogue, InvalidArguments, RegisteredTool, StartedTask,
     idempotency_key,
 };
 use maitred_llm::ToolCall;
@@ -64,6 +68,11 @@ impl Answerer {
         call: &ToolCall,
         budget_spent: Option<usize>,
     ) -> StoreResult<String> {
+        if call.name == tools::search::SEARCH_TOOLS {
+            return self
+                .search_tools(answer, catalogue, call, search::Card::New(turn))
+                .await;
+        }
         let recorder = answer.recorder;
         let arguments = parse_arguments(&call.arguments);
         let mut shown = ShownCall {
@@ -83,6 +92,13 @@ impl Answerer {
             recorder
                 .call_finished(started, CallStatus::Error, "unknown tool")
                 .await?;
+            if tools::search::defers(catalogue) {
+                return Ok(format!(
+                    "Error: there is no tool named {}. Find the tool you need with {}.",
+                    call.name,
+                    tools::search::SEARCH_TOOLS
+                ));
+            }
             let available: Vec<&str> = catalogue.tools.iter().map(|t| t.exposed.as_str()).collect();
             return Ok(format!(
                 "Error: there is no tool named {}. Available tools: {}.",
@@ -126,6 +142,11 @@ impl Answerer {
         call: &ToolCall,
         stored: &StoredCall,
     ) -> StoreResult<String> {
+        if call.name == tools::search::SEARCH_TOOLS {
+            return self
+                .search_tools(answer, catalogue, call, search::Card::Again(stored))
+                .await;
+        }
         let recorder = answer.recorder;
         let arguments = parse_arguments(&call.arguments);
         let Some(tool) = catalogue.find(&call.name) else {
