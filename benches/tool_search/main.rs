@@ -16,6 +16,7 @@
 //!     cargo bench --bench tool_search               # 160 questions, native and text mode
 //!     cargo test --bench tool_search -- --quick     # 40 questions, native (CI)
 //!     cargo bench --bench tool_search -- --text     # text mode only
+//!     cargo bench --bench tool_search -- --search-only   # the ranking alone
 
 #![expect(
     clippy::expect_used,
@@ -87,7 +88,10 @@ async fn main() -> anyhow::Result<()> {
         std::thread::available_parallelism().map_or(0, |n| n.get())
     );
     let text_only = args.iter().any(|a| a == "--text");
-    let modes: &[ToolCallMode] = if quick {
+    let search_only = args.iter().any(|a| a == "--search-only");
+    let modes: &[ToolCallMode] = if search_only {
+        &[]
+    } else if quick {
         &[ToolCallMode::Native]
     } else if text_only {
         &[ToolCallMode::Text]

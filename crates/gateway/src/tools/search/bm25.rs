@@ -77,11 +77,19 @@ impl<const F: usize> Bm25f<F> {
     }
 
     /// Each document's score for `query` (its terms, each counted once), by document.
+    #[cfg(test)]
     pub(super) fn scores(&self, query: &[String]) -> Vec<f64> {
+        let weighted: Vec<(String, f64)> = query.iter().map(|t| (t.clone(), 1.0)).collect();
+        self.weighted_scores(&weighted)
+    }
+
+    /// The same, each term's part in a score weighted (each term counted once, at
+    /// the weight it first comes with).
+    pub(super) fn weighted_scores(&self, query: &[(String, f64)]) -> Vec<f64> {
         let mut scores = vec![0.0; self.lengths.len()];
         let mut seen: Vec<&str> = Vec::new();
         let n = self.lengths.len() as f64;
-        for term in query {
+        for (term, weight) in query {
             if seen.contains(&term.as_str()) {
                 continue;
             }
@@ -100,7 +108,7 @@ impl<const F: usize> Bm25f<F> {
                         weight * f64::from(counts[f]) / (1.0 - b + b * length / average)
                     })
                     .sum();
-                scores[*doc] += idf * tf / (K1 + tf);
+                scores[*doc] += weight * idf * tf / (K1 + tf);
             }
         }
         scores

@@ -5,7 +5,7 @@
 use std::sync::Arc;
 
 use super::bm25::{Bm25f, Field};
-use super::words::terms;
+use super::words::{query_terms, terms};
 use crate::tools::catalogue::{RegisteredTool, humanize};
 
 /// The fields of a tool, in the order the index keeps them.
@@ -25,7 +25,7 @@ const FIELDS: [Field; 5] = [
         weight: 1.0,
         b: 0.75,
     },
-    // The names of its parameters: what it takes.
+    // Its parameters' names and enumerated values: what it takes.
     Field {
         weight: 1.0,
         b: 0.5,
@@ -54,7 +54,7 @@ impl ToolIndex {
     /// position), best first; ties keep the catalogue's order. Tools that share no
     /// word with the query are not found.
     pub fn search(&self, query: &str, k: usize, usable: impl Fn(usize) -> bool) -> Vec<usize> {
-        let scores = self.bm25.scores(&terms(query));
+        let scores = self.bm25.weighted_scores(&query_terms(query));
         let mut ranked: Vec<(usize, f64)> = scores
             .into_iter()
             .enumerate()
@@ -81,12 +81,21 @@ fn document(tool: &RegisteredTool) -> [Vec<String>; 5] {
     } else {
         terms(&tool.title)
     };
+    // Their names, and the values of those that take one of a few ("overdue",
+    // "urgent"): what a question names that a description may not.
     let parameters = tool.def.parameters["properties"]
         .as_object()
         .map(|properties| {
             properties
-                .keys()
-                .flat_map(|name| terms(name))
+                .iter()
+                .flat_map(|(name, property)| {
+                    let values = property["enum"]
+                        .as_array()
+                        .into_iter()
+                        .flatten()
+                        .filter_map(|v| v.as_str());
+                    terms(name).into_iter().chain(values.flat_map(terms))
+                })
                 .collect::<Vec<String>>()
         })
         .unwrap_or_default();

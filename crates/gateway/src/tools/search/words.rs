@@ -23,7 +23,52 @@ const STOP_WORDS: &[&str] = &[
     "them", "then", "there", "these", "they", "this", "those", "to", "too", "up", "us", "very",
     "want", "wants", "was", "we", "were", "what", "when", "where", "whether", "which", "while",
     "who", "whom", "whose", "why", "will", "with", "would", "you", "your", "yours",
+    // Indefinite pronouns, and what is left of contractions ("we're", "I'd").
+    "anyone", "anybody", "anything", "someone", "somebody", "something", "everyone",
+    "everybody", "everything", "re", "ll", "ve", "d", "t", "m",
 ];
+
+/// Words that mean much the same in what people ask of tools: the verbs of making,
+/// finding, changing and removing things, and a few nouns every catalogue names its
+/// own way. Plain English, no product's vocabulary. A query's word also finds its
+/// group's other words, at half weight.
+const RELATED: &[&[&str]] = &[
+    &["add", "create", "new", "make", "insert", "register"],
+    &["find", "search", "look", "lookup", "locate"],
+    &["delete", "remove", "erase", "discard", "trash"],
+    &["change", "update", "edit", "modify", "alter"],
+    &["show", "list", "view", "display"],
+    &["get", "fetch", "retrieve", "open", "read"],
+    &["send", "email", "mail", "notify"],
+    &["book", "booking", "reserve", "reservation"],
+    &["bill", "invoice"],
+    &["doc", "document", "page"],
+    &["employee", "staff", "colleague", "person", "people"],
+];
+
+/// How much a related word counts beside the word the query has.
+const RELATED_WEIGHT: f64 = 0.5;
+
+/// The terms of a query, each with its weight: its own words at 1, the words related
+/// to them at [`RELATED_WEIGHT`].
+pub(super) fn query_terms(text: &str) -> Vec<(String, f64)> {
+    let own = terms(text);
+    let mut weighted: Vec<(String, f64)> = own.iter().map(|t| (t.clone(), 1.0)).collect();
+    for term in &own {
+        for group in RELATED {
+            let stems: Vec<String> = group.iter().map(|w| STEMMER.stem(w).into_owned()).collect();
+            if stems.contains(term) {
+                weighted.extend(
+                    stems
+                        .into_iter()
+                        .filter(|s| !own.contains(s))
+                        .map(|s| (s, RELATED_WEIGHT)),
+                );
+            }
+        }
+    }
+    weighted
+}
 
 /// The words of `text`, each as its stem; stop words left out.
 pub(super) fn terms(text: &str) -> Vec<String> {
@@ -81,6 +126,15 @@ mod tests {
         assert_eq!(split("crm__find-contact"), ["crm", "find", "contact"]);
         assert_eq!(split("top10Customers"), ["top", "10", "customers"]);
         assert_eq!(split("Réservation à 19h"), ["réservation", "à", "19", "h"]);
+    }
+
+    #[test]
+    fn related_words_count_half() {
+        let weighted = query_terms("add a contact");
+        assert!(weighted.contains(&("add".to_owned(), 1.0)));
+        assert!(weighted.contains(&("contact".to_owned(), 1.0)));
+        assert!(weighted.contains(&("creat".to_owned(), RELATED_WEIGHT)));
+        assert!(!weighted.contains(&("add".to_owned(), RELATED_WEIGHT)));
     }
 
     #[test]
