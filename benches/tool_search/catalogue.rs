@@ -74,7 +74,11 @@ fn lines(text: &str) -> impl Iterator<Item = &str> {
 fn schema(parameters: &str) -> Arc<Map<String, Value>> {
     let mut properties = Map::new();
     let mut required = Vec::new();
-    for parameter in parameters.split(';').map(str::trim).filter(|p| !p.is_empty()) {
+    for parameter in parameters
+        .split(';')
+        .map(str::trim)
+        .filter(|p| !p.is_empty())
+    {
         let (name, rest) = parameter.split_once(':').expect("name: type - description");
         let (kind, description) = rest.split_once(" - ").expect("type - description");
         let (name, optional) = match name.trim().strip_suffix('?') {

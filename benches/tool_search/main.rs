@@ -107,7 +107,14 @@ async fn main() -> anyhow::Result<()> {
     // First the search alone, each question in its own words: where it puts each
     // question's tool. A model sees only what the search returns: when the tool is
     // not among them, it is not called.
-    let probe = run(&base, &servers, &questions, ToolCallMode::Native, Kind::Search).await?;
+    let probe = run(
+        &base,
+        &servers,
+        &questions,
+        ToolCallMode::Native,
+        Kind::Search,
+    )
+    .await?;
     let ranks = probe.ranks.clone();
     for &mode in modes {
         let all = run(&base, &servers, &questions, mode, Kind::All).await?;
@@ -178,7 +185,11 @@ async fn main() -> anyhow::Result<()> {
         println!();
         println!("Not in the top 5:");
         for question in missed {
-            let half = if question.held_out { "held out" } else { "tuning" };
+            let half = if question.held_out {
+                "held out"
+            } else {
+                "tuning"
+            };
             println!("- {} ({half}): {}", question.tool, question.text);
         }
     }

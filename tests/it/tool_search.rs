@@ -43,7 +43,11 @@ fn with_servers(settings: &mut maitred::settings::Settings, served: &Served) {
 fn refund_arguments() -> String {
     let servers = catalogue::servers();
     let billing = servers.iter().find(|s| s.name == "billing").unwrap();
-    let refund = billing.tools.iter().find(|t| t.name == "refund_payment").unwrap();
+    let refund = billing
+        .tools
+        .iter()
+        .find(|t| t.name == "refund_payment")
+        .unwrap();
     catalogue::arguments(refund).to_string()
 }
 
@@ -89,7 +93,12 @@ fn offered(body: &Value) -> Vec<String> {
         .as_array()
         .into_iter()
         .flatten()
-        .map(|t| t["function"]["name"].as_str().unwrap_or_default().to_owned())
+        .map(|t| {
+            t["function"]["name"]
+                .as_str()
+                .unwrap_or_default()
+                .to_owned()
+        })
         .collect()
 }
 
@@ -152,7 +161,11 @@ async fn search_load_call_native(database: &Database) {
     assert_eq!(requests[1].body["tools"], requests[2].body["tools"]);
     assert_eq!(third, second);
     // The model read which tools it found, a line each.
-    let told = requests[1].body["messages"].as_array().unwrap().last().unwrap();
+    let told = requests[1].body["messages"]
+        .as_array()
+        .unwrap()
+        .last()
+        .unwrap();
     assert_eq!(told["role"], "tool");
     assert!(
         told["content"]
@@ -204,7 +217,9 @@ async fn search_load_call_text(database: &Database) {
     assert!(requests[0].body.get("tools").is_none());
     let search_line = first.find("\"name\":\"search_tools\"").expect("the search");
     assert!(!first.contains(TOOL));
-    let loaded = second.find(&format!("\"name\":\"{TOOL}\"")).expect("loaded");
+    let loaded = second
+        .find(&format!("\"name\":\"{TOOL}\""))
+        .expect("loaded");
     assert!(loaded > search_line);
     let end = first.find("</tools>").unwrap();
     let kept = first[..end].trim_end_matches('\n');
@@ -315,10 +330,7 @@ async fn below_the_threshold_every_tool_is_sent_as_before() {
 async fn maitred_mcp_tools(app: &TestApp) -> Vec<String> {
     let token = app.token("maitred-gateway", &[]).await;
     let client = crate::mcp::connect(app, &token, crate::mcp::MODERN).await;
-    let listed = client
-        .list_tools(Some(Default::default()))
-        .await
-        .unwrap();
+    let listed = client.list_tools(Some(Default::default())).await.unwrap();
     assert_eq!(listed.ttl_ms, Some(300_000));
     assert_eq!(listed.cache_scope, Some(rmcp::model::CacheScope::Public));
     let names = listed
@@ -356,7 +368,11 @@ async fn pinned_always_and_never_shape_what_is_sent() {
     })
     .await;
     let token = app.chat_token().await;
-    let events = app.ask(&token, "How many days off do I have left?", None).await.rest().await;
+    let events = app
+        .ask(&token, "How many days off do I have left?", None)
+        .await
+        .rest()
+        .await;
     let requests = app.llm.as_ref().unwrap().requests();
     let first = offered(&requests[0].body);
     // crm's pinned tools first (its server comes first), then the restaurant's 30,

@@ -822,7 +822,10 @@ pub fn body_prompt_size(body: &Value) -> super::PromptSize {
         .into_iter()
         .flatten()
         .map(|tool| super::ToolDef {
-            name: tool["function"]["name"].as_str().unwrap_or_default().to_owned(),
+            name: tool["function"]["name"]
+                .as_str()
+                .unwrap_or_default()
+                .to_owned(),
             title: None,
             description: tool["function"]["description"]
                 .as_str()

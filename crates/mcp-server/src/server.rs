@@ -8,8 +8,7 @@ use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use rmcp::model::{
-    CacheScope,
-    CallToolRequestParams, CallToolResponse, CallToolResult, CancelTaskParams,
+    CacheScope, CallToolRequestParams, CallToolResponse, CallToolResult, CancelTaskParams,
     CompleteRequestMethod, CompleteRequestParams, CompleteResult, ContentBlock, GetTaskParams,
     GetTaskResult, Implementation, ListPromptsRequestMethod, ListPromptsResult,
     ListResourceTemplatesResult, ListResourcesResult, ListToolsResult, PaginatedRequestParams,

@@ -114,8 +114,7 @@ impl OfflineModel {
                 Plan::Help if searchable && !searched(&request.messages) => {
                     Reply::Calls(vec![plan::Call {
                         name: SEARCH_TOOLS.to_owned(),
-                        arguments: serde_json::json!({ "query": understood.question })
-                            .to_string(),
+                        arguments: serde_json::json!({ "query": understood.question }).to_string(),
                     }])
                 }
                 Plan::Help => Reply::Text(answer::help(&tools)),

@@ -28,8 +28,8 @@ use tracing::Instrument;
 
 use crate::auth::ChatUser;
 use crate::metrics::GatewayMetrics;
-use crate::tools::{Catalogue, search};
 use crate::tools::policy::ToolPolicy;
+use crate::tools::{Catalogue, search};
 use failure::Stop;
 use maitred_core::trace_context::TraceContext;
 use maitred_llm::router::ModelRouter;
@@ -208,7 +208,12 @@ impl Answerer {
     /// The model is offered only the tools a person with `roles` may use; past the
     /// catalogue's threshold, some of them through search (`tools::search`), those
     /// found in `messages` loaded after the rest.
-    fn offered(&self, catalogue: &Catalogue, roles: &[String], messages: &[Message]) -> Vec<ToolDef> {
+    fn offered(
+        &self,
+        catalogue: &Catalogue,
+        roles: &[String],
+        messages: &[Message],
+    ) -> Vec<ToolDef> {
         let policy = self.policy.for_roles(roles);
         search::offer(catalogue, |t| policy.allows(t), messages).tools
     }

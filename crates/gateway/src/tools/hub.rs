@@ -8,7 +8,6 @@
 //! 2026-07-28 protocol by an `input_required` result, whose rounds the hub drives
 //! itself (`input_rounds.rs`, SEP-2322).
 
-use std::sync::Arc;
 use maitred_core::issuer::Issuer;
 use maitred_core::oauth_client::TokenFetchLabels;
 use maitred_core::settings::gateway_file::Resilience;
@@ -17,6 +16,7 @@ use maitred_core::settings::tool_search::ToolSearch;
 use prometheus_client::metrics::counter::Counter;
 use prometheus_client::metrics::family::Family;
 use rmcp::model::JsonObject;
+use std::sync::Arc;
 use tokio::sync::{Mutex, RwLock};
 use tokio_util::task::TaskTracker;
 

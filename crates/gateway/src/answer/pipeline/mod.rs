@@ -25,8 +25,8 @@ use super::recorder::{ShownCall, StartedCall};
 use super::turn::Reply;
 use super::{Answer, Answerer, Stop};
 use crate::tools::{
-    self, CallContext, CallLink, CallOutcome, Catalogue, InvalidArguments, RegisteredTool, StartedTask,
-    idempotency_key,
+    self, CallContext, CallLink, CallOutcome, Catalogue, InvalidArguments, RegisteredTool,
+    StartedTask, idempotency_key,
 };
 use maitred_llm::ToolCall;
 use maitred_protocol::ids::{CallStatus, PartId, ToolCallId};

@@ -15,8 +15,8 @@ use std::sync::Arc;
 use maitred_llm::{Message, ToolDef};
 use serde_json::json;
 
-use super::found::listed;
 use super::SEARCH_TOOLS;
+use super::found::listed;
 use crate::tools::catalogue::Offering;
 use crate::tools::{Catalogue, RegisteredTool};
 
@@ -54,8 +54,7 @@ pub fn offer(
         .filter(|t| sent(t))
         .map(|t| t.def.clone())
         .collect();
-    let deferred: Vec<&Arc<RegisteredTool>> =
-        usable.iter().copied().filter(|t| !sent(t)).collect();
+    let deferred: Vec<&Arc<RegisteredTool>> = usable.iter().copied().filter(|t| !sent(t)).collect();
     if deferred.is_empty() {
         return Offered {
             tools,

@@ -130,7 +130,9 @@ fn above_it_only_pinned_tools_and_the_search_are_sent() {
     let search = &offered.tools[1];
     assert!(search.read_only);
     assert!(
-        search.description.contains("5 more are available, from: crm, calendar, billing"),
+        search
+            .description
+            .contains("5 more are available, from: crm, calendar, billing"),
         "{}",
         search.description
     );
@@ -141,12 +143,7 @@ fn above_it_only_pinned_tools_and_the_search_are_sent() {
 fn a_deferred_server_is_searched_for_whatever_the_count() {
     let mut tools = tools(Offering::Auto);
     for (at, name) in [(4, "billing__refundPayment"), (5, "billing__listInvoices")] {
-        tools[at] = Arc::new(RegisteredTool::described(
-            name,
-            "",
-            &[],
-            Offering::Deferred,
-        ));
+        tools[at] = Arc::new(RegisteredTool::described(name, "", &[], Offering::Deferred));
     }
     let catalogue = catalogue(tools, 40);
     let offered = offer(&catalogue, all, &asked("Refund the last payment"));

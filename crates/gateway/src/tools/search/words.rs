@@ -13,6 +13,7 @@ static STEMMER: LazyLock<Stemmer> = LazyLock::new(|| Stemmer::create(Algorithm::
 /// English words that carry no meaning for choosing a tool: grammar, politeness, and
 /// the words of asking. Verbs that tell tools apart ("list", "create", "cancel") stay:
 /// BM25's inverse document frequency weighs the common ones down by itself.
+#[rustfmt::skip]
 const STOP_WORDS: &[&str] = &[
     "a", "about", "after", "all", "also", "am", "an", "and", "any", "are", "as", "at", "be",
     "been", "before", "being", "but", "by", "can", "could", "did", "do", "does", "doing", "done",
@@ -32,6 +33,7 @@ const STOP_WORDS: &[&str] = &[
 /// finding, changing and removing things, and a few nouns every catalogue names its
 /// own way. Plain English, no product's vocabulary. A query's word also finds its
 /// group's other words, at half weight.
+#[rustfmt::skip]
 const RELATED: &[&[&str]] = &[
     &["add", "create", "new", "make", "insert", "register"],
     &["find", "search", "look", "lookup", "locate"],
@@ -94,9 +96,8 @@ fn split(text: &str) -> Vec<String> {
         if let Some(&before) = at.checked_sub(1).and_then(|b| chars.get(b)) {
             let after = chars.get(at + 1).copied();
             let camel = before.is_lowercase() && c.is_uppercase();
-            let acronym_ends = before.is_uppercase()
-                && c.is_uppercase()
-                && after.is_some_and(char::is_lowercase);
+            let acronym_ends =
+                before.is_uppercase() && c.is_uppercase() && after.is_some_and(char::is_lowercase);
             let digits_meet = before.is_ascii_digit() != c.is_ascii_digit();
             if camel || acronym_ends || digits_meet {
                 flush(&mut word, &mut words);
