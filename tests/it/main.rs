@@ -70,5 +70,6 @@ mod third_party_tasks;
 mod token_exchange;
 mod tokens;
 mod tool_faults;
+mod tool_search;
 mod ui;
 mod upstream;

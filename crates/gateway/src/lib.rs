@@ -157,6 +157,8 @@ pub fn own_mcp_server(settings: &Settings, secret: SecretString) -> ServerConfig
         read_only_tools: Vec::new(),
         require_approval: Vec::new(),
         description: None,
+        offer: Default::default(),
+        pinned: Vec::new(),
     }
 }
 
@@ -251,6 +253,7 @@ pub async fn router(
             tasks: tasks.clone(),
             loopback_http: dev,
             accounts: accounts.clone(),
+            search: file.tool_search.clone(),
         },
     )?;
     GatewayMetrics::watch_breakers(&metrics, hub.clone());

@@ -17,6 +17,12 @@ use futures::stream::BoxStream;
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
 
+/// The gateway's own tool that finds the tools not sent with every question (when
+/// there are too many): `{"query": "a few words"}` answers with the best matching
+/// tools, a line each, which are offered from the next turn on. A model calls it as
+/// any other tool; the offline model does when nothing it is offered fits.
+pub const SEARCH_TOOLS: &str = "search_tools";
+
 /// One message of the conversation as a model sees it.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 #[serde(tag = "role", rename_all = "snake_case")]

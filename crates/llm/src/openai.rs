@@ -532,6 +532,31 @@ impl ChatModel for OpenAiModel {
     }
 }
 
+/// The estimated size, by part, of a chat-completions request body as it was sent
+/// (recorded by an upstream, say): the same figures [`ChatModel::prompt_size`] gives
+/// for the request the body was made from.
+pub fn body_prompt_size(body: &Value) -> super::PromptSize {
+    let tools: Vec<super::ToolDef> = body["tools"]
+        .as_array()
+        .into_iter()
+        .flatten()
+        .map(|tool| super::ToolDef {
+            name: tool["function"]["name"]
+                .as_str()
+                .unwrap_or_default()
+                .to_owned(),
+            title: None,
+            description: tool["function"]["description"]
+                .as_str()
+                .unwrap_or_default()
+                .to_owned(),
+            parameters: tool["function"]["parameters"].clone(),
+            read_only: false,
+        })
+        .collect();
+    prompt_size(body, budget::tools_tokens(&tools))
+}
+
 /// A request body's estimated tokens, by part; `tools`: the definitions' estimate.
 fn prompt_size(body: &Value, tools: usize) -> super::PromptSize {
     let mut size = super::PromptSize {
@@ -758,6 +783,18 @@ mod tests {
                 read_only: true,
             }],
             ..ChatRequest::default()
+        }
+    }
+
+    #[test]
+    fn a_body_as_sent_is_estimated_as_its_request_was() {
+        for mode in [ToolCallMode::Native, ToolCallMode::Text] {
+            let model = model(mode, false);
+            let request = after_a_call();
+            let size = model.prompt_size(&request).unwrap();
+            let body = model.body(&request, model.shape());
+            assert_eq!(body_prompt_size(&body), size, "{mode:?}");
+            assert!(size.tools > 0 || mode == ToolCallMode::Text);
         }
     }
 

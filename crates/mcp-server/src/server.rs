@@ -8,7 +8,7 @@ use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use rmcp::model::{
-    CallToolRequestParams, CallToolResponse, CallToolResult, CancelTaskParams,
+    CacheScope, CallToolRequestParams, CallToolResponse, CallToolResult, CancelTaskParams,
     CompleteRequestMethod, CompleteRequestParams, CompleteResult, ContentBlock, GetTaskParams,
     GetTaskResult, Implementation, ListPromptsRequestMethod, ListPromptsResult,
     ListResourceTemplatesResult, ListResourcesResult, ListToolsResult, PaginatedRequestParams,
@@ -40,6 +40,9 @@ bookings, tables, opening hours and guest feedback. Read tools never change anyt
 check getAvailableTimes; when a time is taken, offer the nearest free times the error names. Dates are \
 YYYY-MM-DD, times HH:MM in the restaurant's local time. List results carry `total`, the number of \
 matching records: use it for counts.";
+
+/// How long a client may keep the tool list (`ttlMs`, 2026-07-28).
+const TOOLS_TTL_MS: u64 = 5 * 60 * 1000;
 
 /// Who may call what: over HTTP the caller's token decides; over stdio the local
 /// user who started the process is trusted with every tool.
@@ -175,9 +178,13 @@ impl ServerHandler for McpServer {
         _request: Option<PaginatedRequestParams>,
         _ctx: RequestContext<RoleServer>,
     ) -> Result<ListToolsResult, ErrorData> {
+        // The same list for every caller, until the server is upgraded: a client may
+        // keep it five minutes and share it across the people it serves.
         Ok(ListToolsResult::with_all_items(
             self.shared.tools.iter().map(|e| e.tool.clone()).collect(),
-        ))
+        )
+        .with_ttl_ms(TOOLS_TTL_MS)
+        .with_cache_scope(CacheScope::Public))
     }
 
     // Prompts and completions are not offered (nor declared), so they are unknown

@@ -33,8 +33,8 @@ use serde_json::Value;
 use answer::Outcome;
 use facts::Facts;
 use maitred_llm::{
-    ChatModel, ChatRequest, EventStream, FinishReason, Message, ModelError, ModelEvent, ToolCall,
-    ToolDef, Usage,
+    ChatModel, ChatRequest, EventStream, FinishReason, Message, ModelError, ModelEvent,
+    SEARCH_TOOLS, ToolCall, ToolDef, Usage,
 };
 use plan::{Plan, Planner};
 
@@ -81,10 +81,24 @@ impl OfflineModel {
     }
 
     /// The whole reply to one request, as the events a real model would stream.
+    ///
+    /// When the gateway offers its `search_tools` (it has more tools than it sends),
+    /// a question that none of the tools offered fits is searched for, in its own
+    /// words; the search's answer is not a result to answer from but the tools it
+    /// loaded, so the question is planned again with them.
     fn respond(&self, request: &ChatRequest) -> Vec<ModelEvent> {
-        let planner = Planner::new(&request.tools);
+        let searchable = request.tools.iter().any(|t| t.name == SEARCH_TOOLS);
+        let tools: Vec<ToolDef> = request
+            .tools
+            .iter()
+            .filter(|t| t.name != SEARCH_TOOLS)
+            .cloned()
+            .collect();
+        let planner = Planner::new(&tools);
         let understood = understand(&request.messages, &planner, self.today());
-        let reply = match outcomes(&request.messages, &request.tools) {
+        let results = outcomes(&request.messages, &request.tools)
+            .filter(|outcomes| outcomes.iter().any(|o| o.name != SEARCH_TOOLS));
+        let reply = match results {
             Some(outcomes) => Reply::Text(answer::answer(
                 understood.question,
                 &understood.facts,
@@ -97,7 +111,13 @@ impl OfflineModel {
                     missing,
                     known,
                 } => Reply::Text(answer::ask(tool, &missing, &known)),
-                Plan::Help => Reply::Text(answer::help(&request.tools)),
+                Plan::Help if searchable && !searched(&request.messages) => {
+                    Reply::Calls(vec![plan::Call {
+                        name: SEARCH_TOOLS.to_owned(),
+                        arguments: serde_json::json!({ "query": understood.question }).to_string(),
+                    }])
+                }
+                Plan::Help => Reply::Text(answer::help(&tools)),
             },
         };
         let first_call = previous_calls(&request.messages) + 1;
@@ -165,6 +185,20 @@ fn understand<'m>(messages: &'m [Message], planner: &Planner, today: NaiveDate) 
         question: latest,
         facts,
     }
+}
+
+/// The tools were searched since the person last spoke.
+fn searched(messages: &[Message]) -> bool {
+    messages
+        .iter()
+        .rev()
+        .take_while(|m| !matches!(m, Message::User { .. }))
+        .any(|m| match m {
+            Message::Assistant { tool_calls, .. } => {
+                tool_calls.iter().any(|c| c.name == SEARCH_TOOLS)
+            }
+            _ => false,
+        })
 }
 
 /// Some tool call of these messages came back with a result rather than an error.

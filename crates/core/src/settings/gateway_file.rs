@@ -37,6 +37,9 @@
 //!
 //! [budgets]
 //! max_output_tokens = 4096              # a turn's cap, reserved before it runs
+//!
+//! [tool_search]                         # many tools: most found by search (docs/tool-search.md)
+//! defer_above = 40
 //! ```
 
 use std::collections::BTreeMap;
@@ -70,6 +73,8 @@ pub struct GatewayFile {
     pub prices: BTreeMap<String, super::prices::Price>,
     #[serde(default)]
     pub budgets: super::prices::BudgetSettings,
+    #[serde(default)]
+    pub tool_search: super::tool_search::ToolSearch,
 }
 
 /// With no `[policy]` at all, people with only the USER role may read but not change
@@ -238,6 +243,7 @@ impl Default for GatewayFile {
             redis_url: None,
             prices: BTreeMap::new(),
             budgets: super::prices::BudgetSettings::default(),
+            tool_search: super::tool_search::ToolSearch::default(),
         }
     }
 }
@@ -249,6 +255,7 @@ impl GatewayFile {
         let file: Self = toml::from_str(&text)
             .with_context(|| format!("parsing the gateway config {}", path.display()))?;
         check_servers(&file.mcp_servers)?;
+        file.tool_search.check()?;
         if file.resilience.model_concurrency == 0 || file.limits.concurrent_generations == 0 {
             anyhow::bail!("model_concurrency and concurrent_generations must be at least 1");
         }

@@ -10,6 +10,8 @@
 //! trust_annotations = false            # believe the server's readOnlyHint (maitred's own server: true)
 //! read_only_tools = ["list*", "get*"]  # tools the operator vouches change nothing
 //! require_approval = ["cancel*"]       # tools that always wait for the person's approval
+//! offer = "auto"                       # or "always", "deferred", "never" (docs/tool-search.md)
+//! pinned = ["getCustomers"]            # always sent, even when the others are searched for
 //! [mcp_servers.auth]
 //! type = "token_exchange"              # or "client_credentials", "bearer" (token / token_env), "none"
 //! client_id = "maitred-gateway"
@@ -39,6 +41,8 @@ use std::time::Duration;
 use anyhow::{Context, bail};
 use secrecy::SecretString;
 use serde::Deserialize;
+
+use super::tool_search::Offer;
 
 #[derive(Debug, Clone, Deserialize)]
 #[serde(deny_unknown_fields)]
@@ -76,6 +80,13 @@ pub struct ServerConfig {
     /// their account to it (its tools are hidden until then).
     #[serde(default)]
     pub description: Option<String>,
+    /// How its tools reach the model: with every question, or found by search.
+    #[serde(default)]
+    pub offer: Offer,
+    /// Tool names (bare, `*` as a wildcard) sent with every question whatever
+    /// `offer` says.
+    #[serde(default)]
+    pub pinned: Vec<String>,
 }
 
 #[derive(Debug, Clone, Default, Deserialize)]
@@ -160,6 +171,11 @@ impl ServerConfig {
             || (self.trust_annotations && read_only_hint == Some(true))
     }
 
+    /// Whether `tool` is sent with every question whatever `offer` says.
+    pub fn tool_is_pinned(&self, tool: &str) -> bool {
+        self.pinned.iter().any(|p| wildcard(p, tool))
+    }
+
     /// Whether a call of `tool` waits for the person's approval.
     pub fn tool_needs_approval(&self, tool: &str, read_only: bool) -> bool {
         !read_only || self.require_approval.iter().any(|p| wildcard(p, tool))
@@ -188,6 +204,9 @@ impl ServerConfig {
                 "MCP server {}: registration = \"preregistered\" needs its client_id",
                 self.name
             );
+        }
+        if self.pinned.iter().any(|p| p.is_empty()) {
+            bail!("MCP server {}: pinned names a tool with \"\"", self.name);
         }
         if self.timeout.is_zero() || self.timeout > Duration::from_secs(600) {
             bail!(

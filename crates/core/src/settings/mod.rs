@@ -23,6 +23,7 @@ pub mod prices;
 mod resolve;
 pub mod span;
 mod timeouts;
+pub mod tool_search;
 mod urls;
 
 use std::net::IpAddr;

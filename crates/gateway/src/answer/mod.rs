@@ -28,8 +28,8 @@ use tracing::Instrument;
 
 use crate::auth::ChatUser;
 use crate::metrics::GatewayMetrics;
-use crate::tools::Catalogue;
 use crate::tools::policy::ToolPolicy;
+use crate::tools::{Catalogue, search};
 use failure::Stop;
 use maitred_core::trace_context::TraceContext;
 use maitred_llm::router::ModelRouter;
@@ -159,7 +159,7 @@ impl Answerer {
         let mut answer_now = false;
         for turn in 0..self.limits.max_iterations {
             let catalogue = self.catalogue(answer).await;
-            let offered = self.offered(&catalogue, &answer.user.roles);
+            let offered = self.offered(&catalogue, &answer.user.roles, &run.messages);
             let reply = if answer_now {
                 let messages = repeats::answer_from_results(&run.messages);
                 self.model_turn(answer, &messages, &offered, true, turn)
@@ -220,15 +220,17 @@ impl Answerer {
         Ok(Finish::MaxIterations)
     }
 
-    /// The model is offered only the tools a person with `roles` may use.
-    fn offered(&self, catalogue: &Catalogue, roles: &[String]) -> Vec<ToolDef> {
+    /// The model is offered only the tools a person with `roles` may use; past the
+    /// catalogue's threshold, some of them through search (`tools::search`), those
+    /// found in `messages` loaded after the rest.
+    fn offered(
+        &self,
+        catalogue: &Catalogue,
+        roles: &[String],
+        messages: &[Message],
+    ) -> Vec<ToolDef> {
         let policy = self.policy.for_roles(roles);
-        catalogue
-            .tools
-            .iter()
-            .filter(|t| policy.allows(t))
-            .map(|t| t.def.clone())
-            .collect()
+        search::offer(catalogue, |t| policy.allows(t), messages).tools
     }
 
     /// How the run ended, told to the viewers: an error if any, the usage, `done`.

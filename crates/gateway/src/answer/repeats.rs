@@ -19,7 +19,7 @@ use super::recorder::ShownCall;
 use super::turn::Reply;
 use super::{Answer, Answerer, Stop};
 use crate::tools::Catalogue;
-use maitred_llm::{Message, ToolCall, results};
+use maitred_llm::{Message, SEARCH_TOOLS, ToolCall, results};
 use maitred_protocol::ids::{CallStatus, ToolCallId};
 
 /// What the model is told of a call it already made.
@@ -65,7 +65,9 @@ pub(super) fn answer_from_results(messages: &[Message]) -> Vec<Message> {
                 tool_call_id,
                 content,
             } if content != REPEATED => {
-                Some((*calls.get(tool_call_id.as_str())?, content.as_str()))
+                let call = *calls.get(tool_call_id.as_str())?;
+                // What a search found is not an answer to anything.
+                (call.name != SEARCH_TOOLS).then_some((call, content.as_str()))
             }
             _ => None,
         })

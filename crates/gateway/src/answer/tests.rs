@@ -254,10 +254,7 @@ impl FakeTools {
             .map(|(name, read_only)| Arc::new(RegisteredTool::for_test(name, *read_only)))
             .collect();
         Self {
-            catalogue: Arc::new(Catalogue {
-                tools,
-                unavailable: Vec::new(),
-            }),
+            catalogue: Arc::new(Catalogue::new(tools, Vec::new(), Default::default())),
             unavailable: Vec::new(),
             as_tasks: Vec::new(),
             together: None,

@@ -27,7 +27,7 @@ impl Answerer {
             }
             tokio::time::sleep(Duration::from_millis(500)).await;
         };
-        let tools = self.offered(&catalogue, &[]);
+        let tools = self.offered(&catalogue, &[], &[]);
         let request = ChatRequest {
             messages: vec![
                 Message::System {

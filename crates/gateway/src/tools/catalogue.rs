@@ -2,13 +2,16 @@
 //! is asked to approve, and the schema a call's arguments are checked against before
 //! they reach the server.
 
-use std::sync::Arc;
+use std::sync::{Arc, OnceLock};
 
 use maitred_core::settings::mcp_servers::ServerConfig;
+use maitred_core::settings::tool_search::{Offer, ToolSearch};
 use maitred_llm::ToolDef;
 use maitred_llm::schema;
 use rmcp::model::Tool;
 use serde_json::Value;
+
+use super::search::ToolIndex;
 
 /// The stand-in tool's name: `<server>__connect`.
 pub(super) const CONNECT_TOOL: &str = "connect";
@@ -32,7 +35,20 @@ pub struct RegisteredTool {
     /// The stand-in for a server whose tools a person sees only once they have
     /// connected their account: calling it asks them to connect.
     pub connect: bool,
+    /// Sent with every question, or found by search (`tools::search`).
+    pub offering: Offering,
     validator: Option<jsonschema::Validator>,
+}
+
+/// How one tool reaches the model (its server's `offer`, or `pinned`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Offering {
+    /// With every question.
+    Always,
+    /// With every question while few enough tools are; else found by search.
+    Auto,
+    /// Found by search.
+    Deferred,
 }
 
 /// Arguments that do not fit a tool's input schema: what is wrong, and where.
@@ -44,8 +60,9 @@ pub struct InvalidArguments {
 }
 
 impl RegisteredTool {
-    /// A tool as `server` lists it; `None` for a write tool of a read-only server,
-    /// which is never offered (nor called).
+    /// A tool as `server` lists it; `None` for a write tool of a read-only server, or
+    /// one of a server whose tools are never offered and that is not pinned: neither
+    /// is offered (nor called).
     pub(super) fn listed(server: &ServerConfig, as_person: bool, tool: Tool) -> Option<Self> {
         let hint = tool.annotations.as_ref().and_then(|a| a.read_only_hint);
         let read_only = server.tool_is_read_only(&tool.name, hint);
@@ -53,6 +70,13 @@ impl RegisteredTool {
         if server.read_only && !read_only {
             return None;
         }
+        let offering = match server.offer {
+            _ if server.tool_is_pinned(&tool.name) => Offering::Always,
+            Offer::Always => Offering::Always,
+            Offer::Auto => Offering::Auto,
+            Offer::Deferred => Offering::Deferred,
+            Offer::Never => return None,
+        };
         let input = Value::Object(tool.input_schema.as_ref().clone());
         let validator = jsonschema::validator_for(&input)
             .map_err(|error| {
@@ -81,6 +105,7 @@ impl RegisteredTool {
             needs_approval,
             as_person,
             connect: false,
+            offering,
             validator,
         })
     }
@@ -116,6 +141,8 @@ impl RegisteredTool {
             needs_approval: false,
             as_person: true,
             connect: true,
+            // Connecting is how the person gets the server's tools at all.
+            offering: Offering::Always,
             validator: jsonschema::validator_for(&parameters).ok(),
         }
     }
@@ -147,12 +174,36 @@ impl RegisteredTool {
 
 #[derive(Default)]
 pub struct Catalogue {
+    /// Servers in the order they are configured, each server's tools in the order
+    /// it lists them: the order they are offered in.
     pub tools: Vec<Arc<RegisteredTool>>,
     /// Servers that could not be listed, and why.
     pub unavailable: Vec<(String, String)>,
+    /// How many tools are sent with every question before the rest are searched for.
+    pub search: ToolSearch,
+    /// The search index of `tools`, built once per catalogue when first needed.
+    index: OnceLock<ToolIndex>,
 }
 
 impl Catalogue {
+    pub fn new(
+        tools: Vec<Arc<RegisteredTool>>,
+        unavailable: Vec<(String, String)>,
+        search: ToolSearch,
+    ) -> Self {
+        Self {
+            tools,
+            unavailable,
+            search,
+            index: OnceLock::new(),
+        }
+    }
+
+    /// The search index of the catalogue's tools.
+    pub fn index(&self) -> &ToolIndex {
+        self.index.get_or_init(|| ToolIndex::new(&self.tools))
+    }
+
     pub fn find(&self, exposed: &str) -> Option<Arc<RegisteredTool>> {
         self.tools.iter().find(|t| t.exposed == exposed).cloned()
     }
@@ -208,8 +259,31 @@ impl RegisteredTool {
             needs_approval: !read_only,
             as_person: false,
             connect: false,
+            offering: Offering::Auto,
             validator: None,
         }
+    }
+}
+
+#[cfg(test)]
+impl RegisteredTool {
+    /// A read-only tool `server__tool` with a description and parameters, offered as
+    /// `offering`.
+    pub fn described(
+        exposed: &str,
+        description: &str,
+        parameters: &[&str],
+        offering: Offering,
+    ) -> Self {
+        let properties: serde_json::Map<String, Value> = parameters
+            .iter()
+            .map(|p| ((*p).to_owned(), serde_json::json!({"type": "string"})))
+            .collect();
+        let mut tool = Self::for_test(exposed, true);
+        tool.def.description = description.to_owned();
+        tool.def.parameters = serde_json::json!({"type": "object", "properties": properties});
+        tool.offering = offering;
+        tool
     }
 }
 

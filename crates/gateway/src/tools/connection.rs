@@ -8,7 +8,7 @@ use std::sync::Arc;
 use std::sync::atomic::AtomicBool;
 
 use maitred_core::settings::mcp_servers::ServerConfig;
-use rmcp::model::ProtocolVersion;
+use rmcp::model::{ProtocolVersion, Tool};
 use rmcp::service::{ClientInitializeError, RoleClient, RunningService};
 use rmcp::transport::StreamableHttpClientTransport;
 use rmcp::transport::streamable_http_client::StreamableHttpClientTransportConfig;
@@ -36,6 +36,19 @@ pub(super) struct Server {
     /// A server where each person signs in binds its sessions to the person whose
     /// token opened them: one connection per person (`people.rs`).
     pub(super) people: std::sync::Mutex<HashMap<String, Arc<PersonSession>>>,
+    /// Its latest listing (`discovery.rs`).
+    pub(super) listing: std::sync::Mutex<Option<Listing>>,
+}
+
+/// A server's tools as last listed.
+pub(super) struct Listing {
+    pub(super) tools: Vec<Arc<RegisteredTool>>,
+    /// As the server sent them, to tell a new listing from the same one again.
+    pub(super) listed: Vec<Tool>,
+    /// Until when it may be used without listing again.
+    pub(super) fresh_until: std::time::Instant,
+    /// The last attempt to list again failed, when and why: the tools are kept.
+    pub(super) failed: Option<(std::time::Instant, String)>,
 }
 
 /// Where a call goes: its server, the session it uses there, and that session's
@@ -58,6 +71,7 @@ pub(super) struct Session {
 /// it listed for them.
 pub(super) struct PersonSession {
     pub(super) session: Session,
+    /// The person's tools, and until when they are fresh.
     pub(super) tools: Mutex<Option<(std::time::Instant, Vec<Arc<RegisteredTool>>)>>,
 }
 
@@ -70,6 +84,7 @@ impl Server {
             http,
             stale: Arc::new(AtomicBool::new(false)),
             people: std::sync::Mutex::default(),
+            listing: std::sync::Mutex::default(),
         }
     }
 

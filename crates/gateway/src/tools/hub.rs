@@ -8,16 +8,15 @@
 //! 2026-07-28 protocol by an `input_required` result, whose rounds the hub drives
 //! itself (`input_rounds.rs`, SEP-2322).
 
-use std::sync::Arc;
-use std::time::Instant;
-
 use maitred_core::issuer::Issuer;
 use maitred_core::oauth_client::TokenFetchLabels;
 use maitred_core::settings::gateway_file::Resilience;
 use maitred_core::settings::mcp_servers::ServerConfig;
+use maitred_core::settings::tool_search::ToolSearch;
 use prometheus_client::metrics::counter::Counter;
 use prometheus_client::metrics::family::Family;
 use rmcp::model::JsonObject;
+use std::sync::Arc;
 use tokio::sync::{Mutex, RwLock};
 use tokio_util::task::TaskTracker;
 
@@ -40,8 +39,10 @@ pub struct ToolHub {
     /// Development: a server may send the person to an http page on this machine.
     pub(super) loopback_http: bool,
     pub(super) catalogue: RwLock<Arc<Catalogue>>,
-    /// When the catalogue was last listed, and whether every server could be.
-    pub(super) refreshed: Mutex<Option<(Instant, bool)>>,
+    /// Whether the catalogue was made at all yet; held while servers are listed.
+    pub(super) listed_once: Mutex<bool>,
+    /// How many tools are sent before the rest are searched for.
+    pub(super) search: ToolSearch,
 }
 
 /// What the hub is built with besides its servers.
@@ -55,6 +56,7 @@ pub struct HubWiring<'a> {
     /// Development: a server may send the person to an http page on this machine.
     pub loopback_http: bool,
     pub accounts: Arc<Accounts>,
+    pub search: ToolSearch,
 }
 
 impl ToolHub {
@@ -67,6 +69,7 @@ impl ToolHub {
             tasks,
             loopback_http,
             accounts,
+            search,
         } = wiring;
         let mut servers = Vec::new();
         for config in configs.into_iter().filter(|c| c.enabled) {
@@ -86,7 +89,8 @@ impl ToolHub {
             tasks,
             loopback_http,
             catalogue: RwLock::new(Arc::new(Catalogue::default())),
-            refreshed: Mutex::new(None),
+            listed_once: Mutex::new(false),
+            search,
         }))
     }
 

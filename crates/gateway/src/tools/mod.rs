@@ -17,12 +17,13 @@ mod people;
 pub mod policy;
 mod request;
 mod routes;
+pub mod search;
 mod spans;
 mod tasks;
 
 pub use call::{CallContext, CallOutcome, StartedTask, idempotency_key};
 pub(crate) use catalogue::humanize;
-pub use catalogue::{Catalogue, InvalidArguments, RegisteredTool};
+pub use catalogue::{Catalogue, InvalidArguments, Offering, RegisteredTool};
 pub use error::HubError;
 pub use hub::{HubWiring, ToolHub};
 pub use interaction::{AskKind, CallEvent, CallLink, InputAsk, InputReply, Progress};

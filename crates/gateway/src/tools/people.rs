@@ -10,7 +10,7 @@
 //! it, and the call goes on with the new token, once.
 
 use std::sync::Arc;
-use std::time::{Duration, Instant};
+use std::time::Instant;
 
 use maitred_protocol::events::{ConnectCard, ConnectReason, InputAction};
 use rmcp::model::{CallToolRequestParams, CallToolResult, ContentBlock};
@@ -28,8 +28,6 @@ use super::input_rounds::Answered;
 use super::interaction::CallLink;
 use crate::accounts::AccountError;
 
-/// A person's list of a server's tools is listed again after this long.
-const PERSON_TOOLS_TTL: Duration = Duration::from_secs(300);
 /// Sign-ins one call may ask for after its first attempt (a step up, or a sign-in
 /// that ended under it), besides the one it may need before it.
 const SIGN_INS_PER_CALL: usize = 2;
@@ -111,15 +109,15 @@ impl ToolHub {
     async fn person_tools(&self, server: &Server, owner: &str) -> Option<Vec<Arc<RegisteredTool>>> {
         let person = self.person_session(server, owner);
         let mut kept = person.tools.lock().await;
-        if let Some((at, tools)) = kept.as_ref()
-            && at.elapsed() < PERSON_TOOLS_TTL
+        if let Some((fresh_until, tools)) = kept.as_ref()
+            && Instant::now() < *fresh_until
         {
             return Some(tools.clone());
         }
         match discovery::list_in(server, &person.session).await {
-            Ok(tools) => {
-                *kept = Some((Instant::now(), tools.clone()));
-                Some(tools)
+            Ok(listing) => {
+                *kept = Some((listing.fresh_until, listing.tools.clone()));
+                Some(listing.tools)
             }
             Err(reason) => {
                 person.session.http.take_challenge();

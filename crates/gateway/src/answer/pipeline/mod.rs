@@ -6,10 +6,14 @@
 //! validate (the arguments fit the tool's input schema) → permission: approval →
 //! call (the server's circuit breaker and timeout, inside the tool hub; its progress
 //! and requests for the person's input served meanwhile, `interact.rs`) → summarise.
+//!
+//! The gateway's own `search_tools` (`search.rs`) takes none of these steps: it is no
+//! MCP call, and finds tools without using any.
 
 mod interact;
 mod permission;
 mod resume;
+mod search;
 pub(super) mod summarise;
 
 use std::sync::Arc;
@@ -21,8 +25,8 @@ use super::recorder::{ShownCall, StartedCall};
 use super::turn::Reply;
 use super::{Answer, Answerer, Stop};
 use crate::tools::{
-    CallContext, CallLink, CallOutcome, Catalogue, InvalidArguments, RegisteredTool, StartedTask,
-    idempotency_key,
+    self, CallContext, CallLink, CallOutcome, Catalogue, InvalidArguments, RegisteredTool,
+    StartedTask, idempotency_key,
 };
 use maitred_llm::ToolCall;
 use maitred_protocol::ids::{CallStatus, PartId, ToolCallId};
@@ -81,6 +85,12 @@ impl Answerer {
         call: &ToolCall,
         budget_spent: Option<usize>,
     ) -> StoreResult<Told> {
+        if call.name == tools::search::SEARCH_TOOLS {
+            return self
+                .search_tools(answer, catalogue, call, search::Card::New(turn))
+                .await
+                .map(Told::from);
+        }
         let recorder = answer.recorder;
         let arguments = parse_arguments(&call.arguments);
         let mut shown = ShownCall {
@@ -100,6 +110,13 @@ impl Answerer {
             recorder
                 .call_finished(started, CallStatus::Error, "unknown tool")
                 .await?;
+            if tools::search::defers(catalogue) {
+                return Ok(format!(
+                    "Error: there is no tool named {}. Find the tool you need with {}.",
+                    call.name,
+                    tools::search::SEARCH_TOOLS
+                ));
+            }
             let available: Vec<&str> = catalogue.tools.iter().map(|t| t.exposed.as_str()).collect();
             return Ok(format!(
                 "Error: there is no tool named {}. Available tools: {}.",
@@ -148,6 +165,12 @@ impl Answerer {
         stored: &StoredCall,
         show: bool,
     ) -> StoreResult<Told> {
+        if call.name == tools::search::SEARCH_TOOLS {
+            return self
+                .search_tools(answer, catalogue, call, search::Card::Again(stored))
+                .await
+                .map(Told::from);
+        }
         let recorder = answer.recorder;
         let arguments = parse_arguments(&call.arguments);
         let Some(tool) = catalogue.find(&call.name) else {
