@@ -115,7 +115,8 @@ impl Answerer {
                     "Error: there is no tool named {}. Find the tool you need with {}.",
                     call.name,
                     tools::search::SEARCH_TOOLS
-                ));
+                )
+                .into());
             }
             let available: Vec<&str> = catalogue.tools.iter().map(|t| t.exposed.as_str()).collect();
             return Ok(format!(
