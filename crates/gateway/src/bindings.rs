@@ -13,7 +13,8 @@ use super::background::view::{TaskInput, TaskList, TaskView};
 use super::chat::store::ConversationSummary;
 use super::chat::views::{ConversationView, PartView, ToolCallView};
 use maitred_protocol::events::{
-    ApprovalRequiredEvent, BudgetEvent, ChatEvent, ConnectCard, ConnectReason, DoneEvent,
+    ApprovalRequiredEvent, BudgetEvent, ChatEvent, Claim, ClaimKind, ClaimStatus, ConnectCard,
+    ConnectReason, DoneEvent, GroundingEvent,
     ErrorEvent, Finish, InputAction, InputMode, InputRequiredEvent, InputResolvedEvent, MetaEvent,
     ResumedEvent, TokenEvent, ToolCallEvent, ToolProgressEvent, ToolResultEvent, UsageEvent,
 };
@@ -49,6 +50,10 @@ fn declarations() -> Vec<String> {
         ToolProgressEvent::decl(&cfg),
         tool_result_status(),
         ToolResultEvent::decl(&cfg),
+        ClaimKind::decl(&cfg),
+        ClaimStatus::decl(&cfg),
+        Claim::decl(&cfg),
+        GroundingEvent::decl(&cfg),
         UsageEvent::decl(&cfg),
         BudgetEvent::decl(&cfg),
         ErrorEvent::decl(&cfg),

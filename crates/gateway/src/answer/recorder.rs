@@ -13,10 +13,12 @@ use tokio_util::sync::CancellationToken;
 use super::ports::{
     AnswerRef, AnswerStore, EventSink, NewCall, Remaining, StoreError, StoreResult, TurnRecord,
 };
+use crate::grounding::Source;
 use crate::metrics::{ErrorCodeLabels, FinishLabels, GatewayMetrics, TokenKindLabels, ToolLabels};
 use maitred_llm::{ToolCall, Usage};
 use maitred_protocol::events::{
-    ApprovalRequiredEvent, BudgetEvent, ChatEvent, DoneEvent, ErrorEvent, Finish, InputAction,
+    ApprovalRequiredEvent, BudgetEvent, ChatEvent, Claim, DoneEvent, ErrorEvent, Finish,
+    GroundingEvent, InputAction,
     InputRequiredEvent, InputResolvedEvent, MetaEvent, ResumedEvent, TokenEvent, ToolCallEvent,
     ToolProgressEvent, ToolResultEvent, UsageEvent,
 };
@@ -48,6 +50,14 @@ pub struct StartedCall {
     tool: String,
 }
 
+/// The answer's calls as they end: each one's status, tool and summary, and the
+/// results of those that brought one.
+#[derive(Default)]
+struct Calls {
+    ended: Vec<(CallStatus, String, String)>,
+    results: Vec<Source>,
+}
+
 /// The model turn being streamed.
 struct OpenTurn {
     part: PartId,
@@ -64,6 +74,8 @@ pub struct Recorder {
     started: Instant,
     first_token: AtomicBool,
     turn: Mutex<Option<OpenTurn>>,
+    /// What the answer's calls have come to so far, for its grounding.
+    calls: Mutex<Calls>,
     /// A write that must be done before any part of the answer is stored (the
     /// question, written beside the model's first request).
     prior: tokio::sync::Mutex<Option<JoinHandle<StoreResult<()>>>>,
@@ -87,6 +99,7 @@ impl Recorder {
             started,
             first_token: AtomicBool::new(false),
             turn: Mutex::new(None),
+            calls: Mutex::new(Calls::default()),
             prior: tokio::sync::Mutex::new(None),
         }
     }
@@ -335,6 +348,9 @@ impl Recorder {
             .tool_duration
             .get_or_create(&labels)
             .observe(elapsed.as_secs_f64());
+        self.lock_calls()
+            .ended
+            .push((status, call.tool.clone(), summary.to_owned()));
         self.store
             .call_finished(&call.id, status, duration_ms, summary)
             .await?;
@@ -345,6 +361,37 @@ impl Recorder {
             summary: summary.to_owned(),
         }))
         .await
+    }
+
+    /// A call's result, kept for checking the answer against.
+    pub fn remember(&self, source: Source) {
+        self.lock_calls().results.push(source);
+    }
+
+    /// The results of the answer's calls so far, in the order they came.
+    pub fn results(&self) -> Vec<Source> {
+        self.lock_calls().results.clone()
+    }
+
+    /// The answer made calls, and none of them brought a result back: the tools and
+    /// why, for each call that failed.
+    pub fn all_calls_failed(&self) -> Option<Vec<(String, String)>> {
+        let calls = self.lock_calls();
+        let failed: Vec<(String, String)> = calls
+            .ended
+            .iter()
+            .filter(|(status, _, _)| *status != CallStatus::Ok)
+            .map(|(_, tool, summary)| (tool.clone(), summary.clone()))
+            .collect();
+        (calls.results.is_empty() && !failed.is_empty()).then_some(failed)
+    }
+
+    /// The answer's claims, checked: streamed, and stored with `part` (its final text).
+    pub async fn grounding(&self, part: &PartId, claims: Vec<Claim>) -> StoreResult<()> {
+        let event = GroundingEvent { claims };
+        self.emit(ChatEvent::Grounding(event.clone())).await?;
+        self.ready().await?;
+        self.store.save_grounding(part, &event).await
     }
 
     /// What the model is told of one of its calls; stored, not shown.
@@ -442,6 +489,10 @@ impl Recorder {
 
     fn open_turn(&self) -> std::sync::MutexGuard<'_, Option<OpenTurn>> {
         self.turn.lock().unwrap_or_else(|p| p.into_inner())
+    }
+
+    fn lock_calls(&self) -> std::sync::MutexGuard<'_, Calls> {
+        self.calls.lock().unwrap_or_else(|p| p.into_inner())
     }
 }
 

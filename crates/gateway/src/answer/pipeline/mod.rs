@@ -32,6 +32,7 @@ use maitred_llm::ToolCall;
 use maitred_protocol::ids::{CallStatus, PartId, ToolCallId};
 
 use super::ports::{Adopted, NewTask, StoreResult, StoredCall};
+use crate::grounding::Source;
 use permission::Permit;
 
 /// What became of one call, for the model.
@@ -300,6 +301,15 @@ impl Answerer {
                 .adopt(answer, &tool, shown, model_call_id, started)
                 .await?
                 .unwrap_or(outcome);
+        }
+        if let CallOutcome::Ok { text, structured } = &outcome {
+            // Whole, not cut at the output cap: a total past the cap is still stated.
+            recorder.remember(Source::new(
+                shown.id.clone(),
+                &tool.tool,
+                text,
+                structured.as_ref(),
+            ));
         }
         let summarised = summarise::outcome(outcome, self.limits.tool_output_cap);
         super::spans::tool_finished(&execute, &summarised.status, &summarised.text);
