@@ -130,7 +130,8 @@ fn answer_for(question: &str, results: &[Value]) -> String {
             let booking = &results[0]["items"][0];
             let date = NaiveDate::parse_from_str(booking["date"].as_str().unwrap(), "%Y-%m-%d")
                 .unwrap();
-            let wrong = date + Duration::days(400);
+            // Far from any date the results hold (bookings, and when they were made).
+            let wrong = date + Duration::days(4000);
             format!(
                 "The first booking is on {} at {}; the next is on {}.",
                 date.format("%-d %B %Y"),

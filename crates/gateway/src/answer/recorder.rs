@@ -54,6 +54,7 @@ pub struct StartedCall {
 /// results of those that brought one.
 #[derive(Default)]
 struct Calls {
+    started: Vec<ToolCallId>,
     ended: Vec<(CallStatus, String, String)>,
     results: Vec<Source>,
 }
@@ -221,6 +222,7 @@ impl Recorder {
         known: bool,
         idempotency_key: Option<&str>,
     ) -> StoreResult<StartedCall> {
+        self.lock_calls().started.push(shown.id.clone());
         let started = StartedCall {
             id: shown.id.clone(),
             at: Instant::now(),
@@ -272,6 +274,7 @@ impl Recorder {
     /// A call stored before the answer was taken over, sent again: it keeps its id
     /// (and its viewers' card), and nothing about its start is shown or stored again.
     pub fn call_again(&self, id: &ToolCallId, server: &str, tool: &str) -> StartedCall {
+        self.lock_calls().started.push(id.clone());
         StartedCall {
             id: id.clone(),
             at: Instant::now(),
@@ -364,13 +367,23 @@ impl Recorder {
     }
 
     /// A call's result, kept for checking the answer against.
-    pub fn remember(&self, source: Source) {
+    pub(crate) fn remember(&self, source: Source) {
         self.lock_calls().results.push(source);
     }
 
-    /// The results of the answer's calls so far, in the order they came.
-    pub fn results(&self) -> Vec<Source> {
-        self.lock_calls().results.clone()
+    /// The results of the answer's calls so far, in the order the calls started
+    /// (calls of one turn run at once, and end in any order).
+    pub(crate) fn results(&self) -> Vec<Source> {
+        let calls = self.lock_calls();
+        let mut results = calls.results.clone();
+        results.sort_by_key(|r| {
+            calls
+                .started
+                .iter()
+                .position(|id| *id == r.call)
+                .unwrap_or(usize::MAX)
+        });
+        results
     }
 
     /// The answer made calls, and none of them brought a result back: the tools and

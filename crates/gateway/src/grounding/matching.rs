@@ -75,7 +75,7 @@ fn names(name: &str, text: &str) -> bool {
     let digits: String = name.chars().filter(char::is_ascii_digit).collect();
     if digits.len() >= 7 && !name.chars().any(char::is_alphabetic) {
         let theirs: String = text.chars().filter(char::is_ascii_digit).collect();
-        return theirs.ends_with(&digits) || digits.ends_with(&theirs) && theirs.len() >= 7;
+        return theirs.ends_with(&digits) || (digits.ends_with(&theirs) && theirs.len() >= 7);
     }
     let wanted = normalise(name);
     let text = normalise(text);

@@ -24,7 +24,8 @@ pub(crate) fn rewrite(answer: &str, question: &str, evidence: &Evidence) -> Stri
         }
         match replacement(&found.stated, evidence) {
             Some(right) => {
-                chars.splice(found.start..found.end, right.chars());
+                let _replaced: Vec<char> =
+                    chars.splice(found.start..found.end, right.chars()).collect();
             }
             None => {
                 let (from, to) = clause(&chars, found.start, found.end);

@@ -255,8 +255,7 @@ pub(crate) fn clock_digits(text: &str) -> Option<(u32, u32, &str)> {
     }
     let mut after = &rest[2..];
     if let Some(seconds) = after.strip_prefix(':')
-        && seconds.len() >= 2
-        && seconds[..2].chars().all(|c| c.is_ascii_digit())
+        && seconds.get(..2).is_some_and(|s| s.chars().all(|c| c.is_ascii_digit()))
     {
         after = &seconds[2..];
     }

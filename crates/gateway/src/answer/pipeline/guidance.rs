@@ -82,11 +82,12 @@ fn type_of(property: &Value) -> String {
             .to_owned(),
         _ => "any".to_owned(),
     };
+    // Only the formats a model must write by hand; `uint32` and the like say nothing
+    // the type does not.
     match property["format"].as_str() {
         Some("date") => "date YYYY-MM-DD".to_owned(),
         Some("time") => "time HH:MM".to_owned(),
-        Some(format) => format!("{kind}, {format}"),
-        None => kind,
+        _ => kind,
     }
 }
 
