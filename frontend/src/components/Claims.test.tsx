@@ -45,7 +45,7 @@ describe("checked claims", () => {
         marked={{
           claims: [
             { ...supported, start: 8, end: 10 },
-            { ...unsupported, start: 25, end: 26 },
+            { ...unsupported, start: 26, end: 27 },
           ],
           base,
           titles: { tc_1: "Look up customers" },
