@@ -341,6 +341,9 @@ impl Recorder {
         debug_assert!(status.is_result(), "a call does not end as {status}");
         let elapsed = call.at.elapsed();
         let duration_ms = u64::try_from(elapsed.as_millis()).unwrap_or(u64::MAX);
+        self.lock_calls()
+            .ended
+            .push((status, call.tool.clone(), summary.to_owned()));
         let labels = ToolLabels {
             server: call.server,
             tool: call.tool,
@@ -351,9 +354,6 @@ impl Recorder {
             .tool_duration
             .get_or_create(&labels)
             .observe(elapsed.as_secs_f64());
-        self.lock_calls()
-            .ended
-            .push((status, call.tool.clone(), summary.to_owned()));
         self.store
             .call_finished(&call.id, status, duration_ms, summary)
             .await?;

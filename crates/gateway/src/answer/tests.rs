@@ -528,6 +528,7 @@ async fn parallel_calls_run_together_and_their_results_go_back_in_order() {
             "tool_result",
             "tool_result",
             "token",
+            "grounding",
             "usage",
             "done"
         ]
@@ -584,7 +585,7 @@ async fn where_nobody_can_be_asked_a_write_is_refused_without_waiting() {
 
     assert_eq!(
         ran.viewers.named(),
-        ["tool_call", "tool_result", "token", "usage", "done"]
+        ["tool_call", "tool_result", "token", "grounding", "usage", "done"]
     );
     assert_eq!(ran.viewers.results(), ["denied"]);
     assert_eq!(ran.tools.called.load(Ordering::SeqCst), 0);
@@ -627,6 +628,7 @@ async fn a_denied_approval_runs_nothing_and_the_model_is_told() {
             "approval_required",
             "tool_result",
             "token",
+            "grounding",
             "usage",
             "done"
         ]

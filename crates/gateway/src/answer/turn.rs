@@ -34,7 +34,7 @@ impl Answerer {
         tools: &[ToolDef],
         answer_only: bool,
         turn: u32,
-        hold: bool,
+        hold_text: bool,
     ) -> Result<Reply, Stop> {
         let recorder = answer.recorder;
         let cancel = recorder.cancelled();
@@ -79,7 +79,7 @@ impl Answerer {
         // Held text goes out only once the turn shows it calls a tool (then as it
         // was) or once it is checked (its final answer).
         let mut held = String::new();
-        if !hold {
+        if !hold_text {
             recorder.begin_turn(&opened.model);
         }
         let mut assembler = Assembler::default();
@@ -92,7 +92,7 @@ impl Answerer {
             };
             match next {
                 None => break Ok(()),
-                Some(Ok(ModelEvent::Text(fragment))) if hold => held.push_str(&fragment),
+                Some(Ok(ModelEvent::Text(fragment))) if hold_text => held.push_str(&fragment),
                 Some(Ok(ModelEvent::Text(fragment))) => {
                     if let Err(error) = recorder.token(fragment).await {
                         break Err(error.into());
@@ -131,10 +131,10 @@ impl Answerer {
             Err(Stop::Cancelled) => MessageStatus::Cancelled,
             Err(Stop::Model(_) | Stop::Storage(_) | Stop::Budget(_)) => MessageStatus::Error,
         };
-        let kept = hold && outcome.is_ok() && calls.is_empty();
+        let kept = hold_text && outcome.is_ok() && calls.is_empty();
         let stored = if kept {
             Ok((PartId::new(), held))
-        } else if hold && outcome.is_ok() {
+        } else if hold_text && outcome.is_ok() {
             recorder.begin_turn(&opened.model);
             let shown = if held.is_empty() {
                 Ok(())
@@ -145,7 +145,7 @@ impl Answerer {
                 Ok(()) => recorder.end_turn(&calls, status).await,
                 Err(error) => Err(error),
             }
-        } else if hold {
+        } else if hold_text {
             // Unchecked text of a turn that failed is not shown.
             Ok((PartId::new(), String::new()))
         } else {

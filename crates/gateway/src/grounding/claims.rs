@@ -31,7 +31,7 @@ pub(crate) struct Found {
 }
 
 impl Found {
-    pub fn kind(&self) -> ClaimKind {
+    pub(super) fn kind(&self) -> ClaimKind {
         match self.stated {
             Stated::Count { .. } => ClaimKind::Count,
             Stated::Number(_) => ClaimKind::Number,
@@ -43,7 +43,7 @@ impl Found {
     }
 
     /// The value as the wire writes it.
-    pub fn value(&self) -> String {
+    pub(super) fn value(&self) -> String {
         match &self.stated {
             Stated::Count { n, .. } | Stated::Number(n) => values::written_number(*n),
             Stated::Money(n) => {

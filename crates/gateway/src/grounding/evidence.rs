@@ -21,7 +21,7 @@ pub(crate) struct Source {
 impl Source {
     /// A result as the call returned it: its structured content, else its text
     /// (read as JSON when it is JSON).
-    pub fn new(call: ToolCallId, tool: &str, text: &str, structured: Option<&Value>) -> Self {
+    pub(crate) fn new(call: ToolCallId, tool: &str, text: &str, structured: Option<&Value>) -> Self {
         let content = match structured {
             Some(value) => value.clone(),
             None => serde_json::from_str(text).unwrap_or_else(|_| Value::String(text.to_owned())),
@@ -67,7 +67,7 @@ pub(crate) struct Evidence {
 }
 
 impl Evidence {
-    pub fn new(sources: Vec<Source>) -> Self {
+    pub(crate) fn new(sources: Vec<Source>) -> Self {
         Self {
             sources: sources
                 .into_iter()
@@ -80,13 +80,9 @@ impl Evidence {
         }
     }
 
-    pub fn is_empty(&self) -> bool {
-        self.sources.is_empty()
-    }
-
     /// The `total` of every list result, with the result that gave it: what an
     /// answer's count of records should be.
-    pub fn totals(&self) -> Vec<(f64, &Source)> {
+    pub(crate) fn totals(&self) -> Vec<(f64, &Source)> {
         self.sources
             .iter()
             .flat_map(|(source, facts)| {

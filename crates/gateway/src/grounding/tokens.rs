@@ -22,7 +22,7 @@ pub(super) struct Token {
 
 impl Token {
     /// A clause ends after this piece.
-    pub fn ends_clause(&self) -> bool {
+    pub(super) fn ends_clause(&self) -> bool {
         self.after.contains([',', '.', ';', ':', '!', '?', '|'])
     }
 }

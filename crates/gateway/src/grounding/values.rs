@@ -11,7 +11,7 @@ pub(crate) struct Day {
 }
 
 impl Day {
-    pub fn new(year: Option<i32>, month: u32, day: u32) -> Option<Self> {
+    pub(crate) fn new(year: Option<i32>, month: u32, day: u32) -> Option<Self> {
         let valid = (1..=12).contains(&month)
             && (1..=31).contains(&day)
             && year.is_none_or(|y| chrono::NaiveDate::from_ymd_opt(y, month, day).is_some());
@@ -19,7 +19,7 @@ impl Day {
     }
 
     /// `2026-11-25`, or `--11-25` without a year (ISO 8601's form for that).
-    pub fn written(&self) -> String {
+    pub(crate) fn written(&self) -> String {
         match self.year {
             Some(year) => format!("{year:04}-{:02}-{:02}", self.month, self.day),
             None => format!("--{:02}-{:02}", self.month, self.day),
@@ -27,7 +27,7 @@ impl Day {
     }
 
     /// The same day, a year left out on either side matching any year.
-    pub fn same(&self, other: &Day) -> bool {
+    pub(crate) fn same(&self, other: &Day) -> bool {
         self.month == other.month
             && self.day == other.day
             && (self.year.is_none() || other.year.is_none() || self.year == other.year)
@@ -42,11 +42,11 @@ pub(crate) struct Clock {
 }
 
 impl Clock {
-    pub fn new(hour: u32, minute: u32) -> Option<Self> {
+    pub(crate) fn new(hour: u32, minute: u32) -> Option<Self> {
         (hour < 24 && minute < 60).then_some(Self { hour, minute })
     }
 
-    pub fn written(&self) -> String {
+    pub(crate) fn written(&self) -> String {
         format!("{:02}:{:02}", self.hour, self.minute)
     }
 }
