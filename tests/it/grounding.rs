@@ -110,7 +110,7 @@ fn twelve_hour(time: &str) -> String {
     let (h, m) = time.split_once(':').unwrap();
     let h: u32 = h.parse().unwrap();
     let half = if h >= 12 { "pm" } else { "am" };
-    let h12 = if h % 12 == 0 { 12 } else { h % 12 };
+    let h12 = if h.is_multiple_of(12) { 12 } else { h % 12 };
     format!("{h12}:{m} {half}")
 }
 
@@ -128,8 +128,8 @@ fn answer_for(question: &str, results: &[Value]) -> String {
         TWICE => format!("Both lists say {} customers.", total(results)),
         DATE => {
             let booking = &results[0]["items"][0];
-            let date = NaiveDate::parse_from_str(booking["date"].as_str().unwrap(), "%Y-%m-%d")
-                .unwrap();
+            let date =
+                NaiveDate::parse_from_str(booking["date"].as_str().unwrap(), "%Y-%m-%d").unwrap();
             // Far from any date the results hold (bookings, and when they were made).
             let wrong = date + Duration::days(4000);
             format!(
@@ -173,12 +173,12 @@ fn model(mode: ToolCallMode) -> impl Fn(&Value) -> Turn + Send + Sync + 'static 
                     })
                     .collect::<String>(),
             ),
-            ToolCallMode::Native | ToolCallMode::Auto => Turn::tool_calls(calls.iter().map(
-                |(name, arguments)| {
+            ToolCallMode::Native | ToolCallMode::Auto => {
+                Turn::tool_calls(calls.iter().map(|(name, arguments)| {
                     let n = next.fetch_add(1, Ordering::SeqCst);
                     ToolCallSpec::new(format!("call_{n}"), *name, arguments.to_string())
-                },
-            )),
+                }))
+            }
         }
     }
 }
@@ -231,7 +231,12 @@ fn brief(claim: &Value) -> (String, String, String, Value) {
     )
 }
 
-fn c(kind: &str, value: impl ToString, status: &str, call: Value) -> (String, String, String, Value) {
+fn c(
+    kind: &str,
+    value: impl ToString,
+    status: &str,
+    call: Value,
+) -> (String, String, String, Value) {
     (kind.to_owned(), value.to_string(), status.to_owned(), call)
 }
 
@@ -336,12 +341,18 @@ async fn flag_mode(database: &Database, mode: ToolCallMode) {
 
     let misread = ask(&app, &token, MISREAD).await;
     let expected = vec![c("count", total - 20, UNSUPPORTED, null.clone())];
-    assert_eq!(misread.claims.iter().map(brief).collect::<Vec<_>>(), expected);
+    assert_eq!(
+        misread.claims.iter().map(brief).collect::<Vec<_>>(),
+        expected
+    );
 
     let invented = ask(&app, &token, INVENTED).await;
     let briefs: Vec<_> = invented.claims.iter().map(brief).collect();
     assert_eq!(briefs.len(), 2, "{briefs:?}");
-    assert_eq!(briefs[0], c("count", total, SUPPORTED, invented.calls[0].clone()));
+    assert_eq!(
+        briefs[0],
+        c("count", total, SUPPORTED, invented.calls[0].clone())
+    );
     assert_eq!(briefs[1].2, UNSUPPORTED, "{briefs:?}");
 
     let right = ask(&app, &token, RIGHT).await;
@@ -361,10 +372,19 @@ async fn flag_mode(database: &Database, mode: ToolCallMode) {
     let date = ask(&app, &token, DATE).await;
     let briefs: Vec<_> = date.claims.iter().map(brief).collect();
     assert_eq!(briefs.len(), 3, "{briefs:?} in {:?}", date.text);
-    assert_eq!((briefs[0].0.as_str(), briefs[0].2.as_str()), ("date", SUPPORTED));
+    assert_eq!(
+        (briefs[0].0.as_str(), briefs[0].2.as_str()),
+        ("date", SUPPORTED)
+    );
     assert_eq!(briefs[0].3, date.calls[0]);
-    assert_eq!((briefs[1].0.as_str(), briefs[1].2.as_str()), ("time", SUPPORTED));
-    assert_eq!((briefs[2].0.as_str(), briefs[2].2.as_str()), ("date", UNSUPPORTED));
+    assert_eq!(
+        (briefs[1].0.as_str(), briefs[1].2.as_str()),
+        ("time", SUPPORTED)
+    );
+    assert_eq!(
+        (briefs[2].0.as_str(), briefs[2].2.as_str()),
+        ("date", UNSUPPORTED)
+    );
 
     let length = ask(&app, &token, LENGTH).await;
     assert_eq!(
@@ -390,7 +410,12 @@ async fn flag_mode(database: &Database, mode: ToolCallMode) {
     let (_, claims) = ask_openai(&app, &token, RIGHT).await;
     assert_eq!(claims.len(), 1);
     assert_eq!(brief(&claims[0]).2, SUPPORTED);
-    assert!(claims[0]["tool_call_id"].as_str().unwrap().starts_with("tc_"));
+    assert!(
+        claims[0]["tool_call_id"]
+            .as_str()
+            .unwrap()
+            .starts_with("tc_")
+    );
     let (_, claims) = ask_openai(&app, &token, LENGTH).await;
     assert_eq!(brief(&claims[0]), c("count", 5, UNSUPPORTED, null.clone()));
     let (_, claims) = ask_openai(&app, &token, DATE).await;
@@ -441,7 +466,10 @@ async fn correct_mode(database: &Database) {
     let before = app.llm.as_ref().unwrap().requests().len();
     let right = ask(&app, &token, RIGHT).await;
     assert_eq!(app.llm.as_ref().unwrap().requests().len(), before + 2);
-    assert_eq!(crate::helpers::answer(&right.events), format!("There are {total} customers."));
+    assert_eq!(
+        crate::helpers::answer(&right.events),
+        format!("There are {total} customers.")
+    );
     let stored = app.stored_messages(&token, &asked.conversation).await;
     assert_eq!(stored.last().unwrap()["content"].as_str().unwrap(), shown);
     app.stop().await;
@@ -454,13 +482,19 @@ async fn facts_mode(database: &Database) {
     let token = app.chat_token().await;
     let total = customers(&app).await;
     let asked = ask(&app, &token, INVENTED).await;
-    assert_eq!(crate::helpers::answer(&asked.events), format!("We have {total} customers."));
+    assert_eq!(
+        crate::helpers::answer(&asked.events),
+        format!("We have {total} customers.")
+    );
     assert_eq!(
         asked.claims.iter().map(brief).collect::<Vec<_>>(),
         vec![c("count", total, SUPPORTED, asked.calls[0].clone())]
     );
     let misread = ask(&app, &token, MISREAD).await;
-    assert_eq!(crate::helpers::answer(&misread.events), format!("We have {total} customers."));
+    assert_eq!(
+        crate::helpers::answer(&misread.events),
+        format!("We have {total} customers.")
+    );
     app.stop().await;
 }
 
@@ -489,7 +523,10 @@ async fn failed_calls(database: &Database) {
     assert!(told.contains("do not fit its input schema"), "{told}");
     assert!(told.contains("limit (integer, 1 to 100)"), "{told}");
     assert!(told.contains("Filter with customQuery"), "{told}");
-    assert!(told.contains("A call that fits: resos__getCustomers {"), "{told}");
+    assert!(
+        told.contains("A call that fits: resos__getCustomers {"),
+        "{told}"
+    );
     app.stop().await;
 }
 

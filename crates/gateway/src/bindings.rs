@@ -14,9 +14,9 @@ use super::chat::store::ConversationSummary;
 use super::chat::views::{ConversationView, PartView, ToolCallView};
 use maitred_protocol::events::{
     ApprovalRequiredEvent, BudgetEvent, ChatEvent, Claim, ClaimKind, ClaimStatus, ConnectCard,
-    ConnectReason, DoneEvent, GroundingEvent,
-    ErrorEvent, Finish, InputAction, InputMode, InputRequiredEvent, InputResolvedEvent, MetaEvent,
-    ResumedEvent, TokenEvent, ToolCallEvent, ToolProgressEvent, ToolResultEvent, UsageEvent,
+    ConnectReason, DoneEvent, ErrorEvent, Finish, GroundingEvent, InputAction, InputMode,
+    InputRequiredEvent, InputResolvedEvent, MetaEvent, ResumedEvent, TokenEvent, ToolCallEvent,
+    ToolProgressEvent, ToolResultEvent, UsageEvent,
 };
 use maitred_protocol::ids::{
     CallStatus, ConversationId, InputId, MessageId, MessageStatus, PartId, Role, TaskId,

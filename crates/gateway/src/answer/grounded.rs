@@ -54,9 +54,8 @@ impl Answerer {
             match self.models.grounding(&reply.model) {
                 GroundingMode::Flag => {}
                 GroundingMode::Correct => {
-                    if let Some(corrected) = self
-                        .correct(answer, run, &claims, &evidence, turn)
-                        .await?
+                    if let Some(corrected) =
+                        self.correct(answer, run, &claims, &evidence, turn).await?
                     {
                         text = corrected;
                         claims = grounding::check(&text, &question, &evidence);

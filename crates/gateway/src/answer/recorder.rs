@@ -18,9 +18,8 @@ use crate::metrics::{ErrorCodeLabels, FinishLabels, GatewayMetrics, TokenKindLab
 use maitred_llm::{ToolCall, Usage};
 use maitred_protocol::events::{
     ApprovalRequiredEvent, BudgetEvent, ChatEvent, Claim, DoneEvent, ErrorEvent, Finish,
-    GroundingEvent, InputAction,
-    InputRequiredEvent, InputResolvedEvent, MetaEvent, ResumedEvent, TokenEvent, ToolCallEvent,
-    ToolProgressEvent, ToolResultEvent, UsageEvent,
+    GroundingEvent, InputAction, InputRequiredEvent, InputResolvedEvent, MetaEvent, ResumedEvent,
+    TokenEvent, ToolCallEvent, ToolProgressEvent, ToolResultEvent, UsageEvent,
 };
 use maitred_protocol::ids::{CallStatus, InputId, MessageStatus, PartId, ToolCallId};
 

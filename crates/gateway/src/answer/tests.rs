@@ -585,7 +585,14 @@ async fn where_nobody_can_be_asked_a_write_is_refused_without_waiting() {
 
     assert_eq!(
         ran.viewers.named(),
-        ["tool_call", "tool_result", "token", "grounding", "usage", "done"]
+        [
+            "tool_call",
+            "tool_result",
+            "token",
+            "grounding",
+            "usage",
+            "done"
+        ]
     );
     assert_eq!(ran.viewers.results(), ["denied"]);
     assert_eq!(ran.tools.called.load(Ordering::SeqCst), 0);

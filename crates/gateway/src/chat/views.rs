@@ -89,7 +89,7 @@ impl ConversationView {
                         .collect()
                 });
                 // Written by this gateway from its own type: one that does not read
-                    // back is left out rather than failing the conversation.
+                // back is left out rather than failing the conversation.
                 let grounding = part
                     .grounding
                     .as_deref()

@@ -10,13 +10,19 @@ use maitred_protocol::events::ClaimKind;
 #[derive(Debug, Clone, PartialEq)]
 pub(crate) enum Stated {
     /// A number of things; `noun` is the word after it ("customers").
-    Count { n: f64, noun: String },
+    Count {
+        n: f64,
+        noun: String,
+    },
     Number(f64),
     Money(f64),
     /// Every reading of the date (`05/11` may be either way round); the first is shown.
     Date(Vec<Day>),
     /// `loose`: written without minutes or a half of the day ("at 7"): either half.
-    Time { clock: Clock, loose: bool },
+    Time {
+        clock: Clock,
+        loose: bool,
+    },
     /// A name, an id, an email address or a phone number, as written.
     Name(String),
 }
@@ -151,7 +157,10 @@ fn date(toks: &[Token], i: usize) -> Option<(Stated, usize)> {
                 .then(|| values::year(lower(toks, m + 1)))
                 .flatten();
             let day = Day::new(year, month, day)?;
-            return Some((Stated::Date(vec![day]), m + 1 - i + usize::from(year.is_some())));
+            return Some((
+                Stated::Date(vec![day]),
+                m + 1 - i + usize::from(year.is_some()),
+            ));
         }
     }
     // "November 25", "Nov 25th, 2026"
@@ -184,10 +193,22 @@ fn time(toks: &[Token], i: usize) -> Option<(Stated, usize)> {
             None => return None,
         };
         let clock = Clock::new(hour, minute)?;
-        return Some((Stated::Time { clock, loose: false }, used));
+        return Some((
+            Stated::Time {
+                clock,
+                loose: false,
+            },
+            used,
+        ));
     }
     if let Some(clock) = values::clock_word(&t.lower) {
-        return Some((Stated::Time { clock, loose: false }, 1));
+        return Some((
+            Stated::Time {
+                clock,
+                loose: false,
+            },
+            1,
+        ));
     }
     // "7 pm"
     if let Ok(hour) = t.lower.parse::<u32>()
@@ -195,7 +216,13 @@ fn time(toks: &[Token], i: usize) -> Option<(Stated, usize)> {
         && let Some(afternoon) = values::meridiem(lower(toks, i + 1))
     {
         let clock = Clock::new(values::with_meridiem(hour, afternoon)?, 0)?;
-        return Some((Stated::Time { clock, loose: false }, 2));
+        return Some((
+            Stated::Time {
+                clock,
+                loose: false,
+            },
+            2,
+        ));
     }
     // "at 7", "at 8.30": a time of day either half.
     if i > 0
@@ -269,7 +296,11 @@ fn phone(toks: &[Token], i: usize) -> Option<(Stated, usize)> {
         used += 1;
     }
     let written: Vec<&str> = toks[i..i + used].iter().map(|t| t.core.as_str()).collect();
-    let digits = written.concat().chars().filter(char::is_ascii_digit).count();
+    let digits = written
+        .concat()
+        .chars()
+        .filter(char::is_ascii_digit)
+        .count();
     let phone_like = t.core.starts_with('+')
         || used > 2
         || written.iter().any(|w| w.contains('-') && w.len() > 4);
@@ -450,7 +481,10 @@ mod tests {
             values("two hundred and five guests"),
             vec![one(ClaimKind::Count, "205", "two hundred and five")]
         );
-        assert_eq!(values("up 15% this week")[0], one(ClaimKind::Number, "15", "15%"));
+        assert_eq!(
+            values("up 15% this week")[0],
+            one(ClaimKind::Number, "15", "15%")
+        );
     }
 
     #[test]
@@ -502,7 +536,9 @@ mod tests {
     #[test]
     fn names_ids_emails_and_phones() {
         assert_eq!(
-            values("The Best Pizza Ever, said Customer A (customer-123, ada@example.com, +44 20 7946 0958)."),
+            values(
+                "The Best Pizza Ever, said Customer A (customer-123, ada@example.com, +44 20 7946 0958)."
+            ),
             vec![
                 one(ClaimKind::Name, "Best Pizza Ever", "Best Pizza Ever"),
                 one(ClaimKind::Name, "Customer A", "Customer A"),

@@ -21,7 +21,12 @@ pub(crate) struct Source {
 impl Source {
     /// A result as the call returned it: its structured content, else its text
     /// (read as JSON when it is JSON).
-    pub(crate) fn new(call: ToolCallId, tool: &str, text: &str, structured: Option<&Value>) -> Self {
+    pub(crate) fn new(
+        call: ToolCallId,
+        tool: &str,
+        text: &str,
+        structured: Option<&Value>,
+    ) -> Self {
         let content = match structured {
             Some(value) => value.clone(),
             None => serde_json::from_str(text).unwrap_or_else(|_| Value::String(text.to_owned())),
@@ -48,7 +53,10 @@ pub(crate) enum Fact {
     },
     /// How many items a list holds; `whole`: the list is all there is (no `total`
     /// beyond it, nothing more to fetch).
-    Listed { n: usize, whole: bool },
+    Listed {
+        n: usize,
+        whole: bool,
+    },
     Date(Day),
     Time(Clock),
     /// A text, lowercased, or a field's name in words.
@@ -87,9 +95,7 @@ impl Evidence {
             .iter()
             .flat_map(|(source, facts)| {
                 facts.iter().filter_map(move |f| match f {
-                    Fact::Number {
-                        n, total: true, ..
-                    } => Some((*n, source)),
+                    Fact::Number { n, total: true, .. } => Some((*n, source)),
                     _ => None,
                 })
             })
@@ -131,7 +137,8 @@ fn walk(value: &Value, key: &str, nested: bool, facts: &mut Vec<Fact>) {
             for (name, field) in fields {
                 facts.push(Fact::Text(words_of(name)));
                 if let Value::Array(items) = field {
-                    let whole = !more && total.is_none_or(|t| values::same_number(t, items.len() as f64));
+                    let whole =
+                        !more && total.is_none_or(|t| values::same_number(t, items.len() as f64));
                     facts.push(Fact::Listed {
                         n: items.len(),
                         whole,
@@ -184,7 +191,10 @@ fn text_facts(text: &str, key: &str, nested: bool, facts: &mut Vec<Fact>) {
                 })
             }
             Stated::Date(days) => facts.extend(days.into_iter().map(Fact::Date)),
-            Stated::Time { clock, loose: false } => facts.push(Fact::Time(clock)),
+            Stated::Time {
+                clock,
+                loose: false,
+            } => facts.push(Fact::Time(clock)),
             Stated::Time { loose: true, .. } | Stated::Name(_) => {}
         }
     }
@@ -262,10 +272,21 @@ mod tests {
 
     #[test]
     fn a_page_of_a_list_is_not_the_whole_list() {
-        let page = facts(json!({ "items": [{ "name": "Ada" }, { "name": "Bob" }], "total": 60, "returned": 2, "skip": 0, "hasMore": true }));
+        let page = facts(
+            json!({ "items": [{ "name": "Ada" }, { "name": "Bob" }], "total": 60, "returned": 2, "skip": 0, "hasMore": true }),
+        );
         assert!(page.contains(&Fact::Listed { n: 2, whole: false }));
-        assert!(page.contains(&Fact::Number { n: 60.0, key: "total".into(), nested: false, total: true }));
-        assert!(!page.iter().any(|f| matches!(f, Fact::Number { key, .. } if key == "returned")));
+        assert!(page.contains(&Fact::Number {
+            n: 60.0,
+            key: "total".into(),
+            nested: false,
+            total: true
+        }));
+        assert!(
+            !page
+                .iter()
+                .any(|f| matches!(f, Fact::Number { key, .. } if key == "returned"))
+        );
         let whole = facts(json!({ "items": [1, 2, 3], "total": 3 }));
         assert!(whole.contains(&Fact::Listed { n: 3, whole: true }));
     }
@@ -280,10 +301,19 @@ mod tests {
 
     #[test]
     fn plain_text_results_are_read_like_answers() {
-        let source = Source::new(ToolCallId::new(), "t", "There are 20 tables, open from 12:00.", None);
+        let source = Source::new(
+            ToolCallId::new(),
+            "t",
+            "There are 20 tables, open from 12:00.",
+            None,
+        );
         let evidence = Evidence::new(vec![source]);
         let facts = &evidence.sources[0].1;
-        assert!(facts.iter().any(|f| matches!(f, Fact::Number { n, .. } if *n == 20.0)));
+        assert!(
+            facts
+                .iter()
+                .any(|f| matches!(f, Fact::Number { n, .. } if *n == 20.0))
+        );
         assert!(facts.contains(&Fact::Time(Clock::new(12, 0).unwrap())));
     }
 }

@@ -47,8 +47,12 @@ fn afternoon(clock: Clock) -> Option<Clock> {
 /// Kinds of things a count is of, and the fields that count them.
 const KINDS: &[(&[&str], &[&str])] = &[
     (
-        &["people", "person", "persons", "guests", "guest", "covers", "diners", "pax", "adults"],
-        &["people", "guest", "party", "cover", "pax", "size", "persons"],
+        &[
+            "people", "person", "persons", "guests", "guest", "covers", "diners", "pax", "adults",
+        ],
+        &[
+            "people", "guest", "party", "cover", "pax", "size", "persons",
+        ],
     ),
     (
         &["seats", "seat", "places", "chairs"],
@@ -64,9 +68,9 @@ fn about(key: &str, noun: &str) -> bool {
     if stem.len() >= 3 && (key.contains(stem) || (key.len() >= 3 && stem.contains(key))) {
         return true;
     }
-    KINDS.iter().any(|(nouns, keys)| {
-        nouns.contains(&noun) && keys.iter().any(|k| key.contains(k))
-    })
+    KINDS
+        .iter()
+        .any(|(nouns, keys)| nouns.contains(&noun) && keys.iter().any(|k| key.contains(k)))
 }
 
 /// A result's text holds the name as whole words (an email or id exactly); a phone
@@ -140,16 +144,26 @@ mod tests {
     #[test]
     fn a_count_comes_from_the_total_not_the_page() {
         let (evidence, ids) = evidence(&[page()]);
-        let found = supported("We have sixty customers; 2 customers are listed; forty customers.", &evidence);
+        let found = supported(
+            "We have sixty customers; 2 customers are listed; forty customers.",
+            &evidence,
+        );
         assert_eq!(found[0], ("sixty".into(), Some(ids[0].clone())));
-        assert_eq!(found[1], ("2".into(), None), "a page's length is no count of customers");
+        assert_eq!(
+            found[1],
+            ("2".into(), None),
+            "a page's length is no count of customers"
+        );
         assert_eq!(found[2], ("forty".into(), None));
     }
 
     #[test]
     fn a_field_of_a_record_counts_only_its_own_thing() {
         let (evidence, ids) = evidence(&[page()]);
-        let found = supported("Ada Lovelace has 7 bookings. We have 7 customers.", &evidence);
+        let found = supported(
+            "Ada Lovelace has 7 bookings. We have 7 customers.",
+            &evidence,
+        );
         assert_eq!(found[0].1, Some(ids[0].clone()));
         assert_eq!(found[1], ("7".into(), Some(ids[0].clone())));
         assert_eq!(found[2], ("7".into(), None));
@@ -169,7 +183,10 @@ mod tests {
     #[test]
     fn the_first_of_two_results_that_state_a_figure_is_its_source() {
         let (evidence, ids) = evidence(&[json!({ "total": 12 }), json!({ "count": 12 })]);
-        assert_eq!(supported("12 bookings", &evidence)[0].1, Some(ids[0].clone()));
+        assert_eq!(
+            supported("12 bookings", &evidence)[0].1,
+            Some(ids[0].clone())
+        );
     }
 
     #[test]
@@ -181,7 +198,14 @@ mod tests {
             "On 25 November at 7pm (or 11/26/2026 at 12:30) for $1,200.50, not 24/11 at 8pm or €12.",
             &evidence,
         );
-        let sources: Vec<bool> = found.iter().map(|(_, s)| s.as_ref() == Some(&ids[0])).collect();
-        assert_eq!(sources, [true, true, true, true, true, false, false, false], "{found:?}");
+        let sources: Vec<bool> = found
+            .iter()
+            .map(|(_, s)| s.as_ref() == Some(&ids[0]))
+            .collect();
+        assert_eq!(
+            sources,
+            [true, true, true, true, true, false, false, false],
+            "{found:?}"
+        );
     }
 }

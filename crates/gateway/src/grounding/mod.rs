@@ -82,14 +82,22 @@ mod tests {
     fn a_misread_count_and_an_invented_figure_are_unsupported() {
         let call = ToolCallId::new();
         let result = json!({ "items": [{ "name": "Ada Lovelace" }], "total": 60, "returned": 1, "hasMore": true });
-        let evidence = Evidence::new(vec![Source::new(call.clone(), "getCustomers", "", Some(&result))]);
+        let evidence = Evidence::new(vec![Source::new(
+            call.clone(),
+            "getCustomers",
+            "",
+            Some(&result),
+        )]);
         let claims = check(
             "We have 40 customers, and 7 of them booked this week.",
             "How many customers do we have?",
             &evidence,
         );
         assert_eq!(claims.len(), 2);
-        assert_eq!((claims[0].kind, claims[0].value.as_str()), (ClaimKind::Count, "40"));
+        assert_eq!(
+            (claims[0].kind, claims[0].value.as_str()),
+            (ClaimKind::Count, "40")
+        );
         assert_eq!((claims[0].start, claims[0].end), (8, 10));
         assert!(unsupported(&claims).count() == 2);
         let right = check("We have 60 customers.", "How many customers?", &evidence);

@@ -24,8 +24,9 @@ pub(crate) fn rewrite(answer: &str, question: &str, evidence: &Evidence) -> Stri
         }
         match replacement(&found.stated, evidence) {
             Some(right) => {
-                let _replaced: Vec<char> =
-                    chars.splice(found.start..found.end, right.chars()).collect();
+                let _replaced: Vec<char> = chars
+                    .splice(found.start..found.end, right.chars())
+                    .collect();
             }
             None => {
                 let (from, to) = clause(&chars, found.start, found.end);
@@ -94,13 +95,23 @@ fn clause(chars: &[char], start: usize, end: usize) -> (usize, usize) {
         .position(|c| boundary(*c))
         .map_or(chars.len(), |i| end + i);
     // "…, and 7 booked." loses ", and 7 booked" and keeps its full stop.
-    let from = if from > 0 && chars[from - 1] == ',' { from - 1 } else { from };
+    let from = if from > 0 && chars[from - 1] == ',' {
+        from - 1
+    } else {
+        from
+    };
     (from, to)
 }
 
 fn tidy(text: &str) -> String {
     let mut out = text.to_owned();
-    for (from, to) in [(" .", "."), (",.", "."), (" ,", ","), ("..", "."), ("  ", " ")] {
+    for (from, to) in [
+        (" .", "."),
+        (",.", "."),
+        (" ,", ","),
+        ("..", "."),
+        ("  ", " "),
+    ] {
         while out.contains(from) {
             out = out.replace(from, to);
         }
@@ -121,7 +132,12 @@ mod tests {
 
     fn customers() -> Evidence {
         let page = json!({ "items": [{ "name": "Ada Lovelace" }], "total": 60, "returned": 1, "hasMore": true });
-        Evidence::new(vec![Source::new(ToolCallId::new(), "getCustomers", "", Some(&page))])
+        Evidence::new(vec![Source::new(
+            ToolCallId::new(),
+            "getCustomers",
+            "",
+            Some(&page),
+        )])
     }
 
     #[test]

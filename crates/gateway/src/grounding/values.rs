@@ -255,7 +255,9 @@ pub(crate) fn clock_digits(text: &str) -> Option<(u32, u32, &str)> {
     }
     let mut after = &rest[2..];
     if let Some(seconds) = after.strip_prefix(':')
-        && seconds.get(..2).is_some_and(|s| s.chars().all(|c| c.is_ascii_digit()))
+        && seconds
+            .get(..2)
+            .is_some_and(|s| s.chars().all(|c| c.is_ascii_digit()))
     {
         after = &seconds[2..];
     }
@@ -335,7 +337,10 @@ mod tests {
     #[test]
     fn dates_in_several_orders() {
         assert_eq!(iso_date("2026-11-25").unwrap().written(), "2026-11-25");
-        assert_eq!(iso_date("2026-11-25T19:00:00Z").unwrap().written(), "2026-11-25");
+        assert_eq!(
+            iso_date("2026-11-25T19:00:00Z").unwrap().written(),
+            "2026-11-25"
+        );
         assert_eq!(iso_date("2026-13-25"), None);
         let both = slashed_date("05/11/2026");
         assert_eq!(both.len(), 2);
@@ -345,7 +350,11 @@ mod tests {
         assert_eq!(day_of_month("25th"), Some(25));
         assert_eq!(day_of_month("32"), None);
         assert_eq!(month("Nov.".to_lowercase().as_str()), Some(11));
-        assert!(Day::new(None, 11, 25).unwrap().same(&Day::new(Some(2026), 11, 25).unwrap()));
+        assert!(
+            Day::new(None, 11, 25)
+                .unwrap()
+                .same(&Day::new(Some(2026), 11, 25).unwrap())
+        );
     }
 
     #[test]

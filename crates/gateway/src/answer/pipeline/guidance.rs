@@ -51,7 +51,9 @@ fn arguments(schema: &Value) -> Vec<String> {
         .iter()
         .map(|(name, property)| {
             let mut kind = type_of(property);
-            if let (Some(min), Some(max)) = (property["minimum"].as_i64(), property["maximum"].as_i64()) {
+            if let (Some(min), Some(max)) =
+                (property["minimum"].as_i64(), property["maximum"].as_i64())
+            {
                 kind.push_str(&format!(", {min} to {max}"));
             }
             if let Some(values) = property["enum"].as_array() {
@@ -183,7 +185,10 @@ mod tests {
         let told = for_arguments(&customers());
         assert!(told.contains("limit (integer, 1 to 100)"), "{told}");
         assert!(told.contains("customQuery (string)"), "{told}");
-        assert!(told.contains("Fields: name (text), email (text), bookingCount (integer)."), "{told}");
+        assert!(
+            told.contains("Fields: name (text), email (text), bookingCount (integer)."),
+            "{told}"
+        );
         assert!(!told.contains("Sort with"), "{told}");
         assert!(
             told.contains(r#"resos__getCustomers {"customQuery":"email LIKE '%@example.com' AND bookingCount > 2","limit":10}"#),
