@@ -86,7 +86,8 @@ impl Answerer {
         text: &str,
         claims: Vec<Claim>,
     ) -> Result<(), Stop> {
-        if text.trim().is_empty() {
+        // Nothing to say of an answer that made no call and states nothing.
+        if text.trim().is_empty() || (claims.is_empty() && !answer.recorder.made_calls()) {
             return Ok(());
         }
         Ok(answer.recorder.grounding(part, claims).await?)

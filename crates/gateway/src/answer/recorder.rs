@@ -385,6 +385,11 @@ impl Recorder {
         results
     }
 
+    /// The answer has made tool calls.
+    pub fn made_calls(&self) -> bool {
+        !self.lock_calls().started.is_empty()
+    }
+
     /// The answer made calls, and none of them brought a result back: the tools and
     /// why, for each call that failed.
     pub fn all_calls_failed(&self) -> Option<Vec<(String, String)>> {

@@ -27,8 +27,42 @@ pub(crate) fn check(answer: &str, question: &str, evidence: &Evidence) -> Vec<Cl
     claims::find(answer)
         .into_iter()
         .filter(|found| !asked.iter().any(|q| same_value(&q.stated, &found.stated)))
-        .map(|found| claim(found, evidence))
+        .map(|found| claim(after_sentence_start(answer, found, evidence), evidence))
         .collect()
+}
+
+/// A name that opens a sentence may have taken the sentence's first word with it
+/// ("Booked Wanda."): when the results do not state it whole but state what follows
+/// that word, the claim is what follows.
+fn after_sentence_start(answer: &str, found: Found, evidence: &Evidence) -> Found {
+    let Stated::Name(name) = &found.stated else {
+        return found;
+    };
+    let before: String = answer.chars().take(found.start).collect();
+    let opens = before
+        .trim_end_matches(|c: char| c.is_whitespace() || "*_#>-".contains(c))
+        .chars()
+        .last()
+        .is_none_or(|c| ".!?:\n".contains(c));
+    let Some((first, rest)) = name.split_once(' ') else {
+        return found;
+    };
+    if !opens || rest.chars().count() < 3 || matching::source_of(&found.stated, evidence).is_some()
+    {
+        return found;
+    }
+    let rest_stated = Stated::Name(rest.to_owned());
+    if matching::source_of(&rest_stated, evidence).is_none() {
+        return found;
+    }
+    let skipped = found.text.chars().count() - rest.chars().count();
+    debug_assert!(skipped > first.chars().count());
+    Found {
+        start: found.start + skipped,
+        end: found.end,
+        text: found.text.chars().skip(skipped).collect(),
+        stated: rest_stated,
+    }
 }
 
 fn claim(found: Found, evidence: &Evidence) -> Claim {
@@ -103,6 +137,21 @@ mod tests {
         let right = check("We have 60 customers.", "How many customers?", &evidence);
         assert_eq!(right[0].status, ClaimStatus::Supported);
         assert_eq!(right[0].tool_call_id, Some(call));
+    }
+
+    #[test]
+    fn a_sentence_opening_word_is_not_part_of_a_name_the_results_state() {
+        let call = ToolCallId::new();
+        let booking = json!({ "guest": { "name": "Wanda Maximoff" } });
+        let evidence = Evidence::new(vec![Source::new(call.clone(), "createBooking", "", Some(&booking))]);
+        let claims = check("Done. Booked Wanda Maximoff.", "Book Wanda", &evidence);
+        assert_eq!(claims.len(), 1);
+        assert_eq!(claims[0].text, "Wanda Maximoff");
+        assert_eq!((claims[0].start, claims[0].end), (13, 27));
+        assert_eq!(claims[0].tool_call_id, Some(call));
+        let invented = check("Booked Customer Zed.", "Book", &evidence);
+        assert_eq!(invented[0].text, "Booked Customer Zed");
+        assert_eq!(invented[0].status, ClaimStatus::Unsupported);
     }
 
     #[test]
