@@ -143,7 +143,12 @@ mod tests {
     fn a_sentence_opening_word_is_not_part_of_a_name_the_results_state() {
         let call = ToolCallId::new();
         let booking = json!({ "guest": { "name": "Wanda Maximoff" } });
-        let evidence = Evidence::new(vec![Source::new(call.clone(), "createBooking", "", Some(&booking))]);
+        let evidence = Evidence::new(vec![Source::new(
+            call.clone(),
+            "createBooking",
+            "",
+            Some(&booking),
+        )]);
         let claims = check("Done. Booked Wanda Maximoff.", "Book Wanda", &evidence);
         assert_eq!(claims.len(), 1);
         assert_eq!(claims[0].text, "Wanda Maximoff");
