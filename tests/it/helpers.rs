@@ -120,6 +120,8 @@ pub(crate) struct TestApp {
 pub(crate) enum Llm {
     Offline,
     Scripted(Script),
+    /// An upstream already started (one that answers each request as it chooses).
+    Started(ScriptedLlm),
 }
 
 /// maitred's own MCP role as the gateway's configured server `name` (a tweak can
@@ -175,6 +177,7 @@ impl TestApp {
         let llm = match llm {
             Llm::Offline => None,
             Llm::Scripted(script) => Some(ScriptedLlm::start(script).await.expect("scripted LLM")),
+            Llm::Started(llm) => Some(llm),
         };
         if let Some(llm) = &llm {
             bound.settings.gateway.llm = Some(LlmSettings {

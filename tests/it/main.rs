@@ -34,6 +34,7 @@ mod docs;
 mod elicitation;
 mod errors;
 mod golden;
+mod grounding;
 mod idempotency;
 mod idempotent_calls;
 mod identity;

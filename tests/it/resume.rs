@@ -284,7 +284,14 @@ async fn an_approval_waiting_at_a_crash_still_waits_after_it() {
     let rest = again.rest().await;
     assert_eq!(
         names(&rest),
-        ["tool_result", "token", "token", "usage", "done"],
+        [
+            "tool_result",
+            "token",
+            "token",
+            "grounding",
+            "usage",
+            "done"
+        ],
         "{rest:?}\n{}",
         one.maitred.log()
     );

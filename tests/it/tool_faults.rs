@@ -20,9 +20,16 @@ fn tables_then_answer(questions: usize) -> Script {
     Script::new((0..questions).flat_map(|i| {
         [
             Turn::tool_calls([ToolCallSpec::new(format!("t{i}"), "resos__getTables", "{}")]),
-            Turn::text(format!("Answer {i}.")),
+            Turn::text(answer_text(i)),
         ]
     }))
+}
+
+/// The model's answer to question `i`. It states no figure: one stated after every
+/// call failed would be replaced by the gateway's "could not get the data" (grounding).
+fn answer_text(i: usize) -> String {
+    let letter = char::from(b'a' + u8::try_from(i).unwrap());
+    format!("Answer {letter}.")
 }
 
 fn tool_result(events: &[SseEvent]) -> &Value {
@@ -56,7 +63,7 @@ async fn the_breaker_opens_after_failures_and_closes_when_the_server_returns() {
         assert_eq!(result["status"], "unavailable", "{result}");
         summaries.push(result["summary"].as_str().unwrap().to_owned());
         // The answer still completes: the model was told and answered.
-        assert_eq!(answer(&events), format!("Answer {i}."));
+        assert_eq!(answer(&events), answer_text(i));
         assert_eq!(events.last().unwrap().data["finish_reason"], "stop");
     }
     // Two failures opened the breaker: the third call was not even tried.

@@ -11,7 +11,7 @@ use clap::{Args, Parser, Subcommand};
 use crate::http::client_ip::ForwardedHeader;
 use crate::settings::defaults;
 use crate::settings::span::Span;
-pub use crate::settings::{LogFormat, Mode, ToolCallMode};
+pub use crate::settings::{GroundingMode, LogFormat, Mode, ToolCallMode};
 
 #[derive(Debug, Parser)]
 #[command(
@@ -333,6 +333,12 @@ pub struct GatewayArgs {
     /// How long to wait for this model's first token (default: the resilience setting).
     #[arg(long, env = "MAITRED_LLM_FIRST_TOKEN_TIMEOUT")]
     pub llm_first_token_timeout: Option<Span>,
+
+    /// What becomes of answer figures no tool result states: `flag` (marked),
+    /// `correct` (the answer is asked again once) or `facts` (the gateway writes the
+    /// figures from the results). See docs/grounding.md.
+    #[arg(long, env = "MAITRED_LLM_GROUNDING", value_enum, default_value_t = GroundingMode::Flag)]
+    pub llm_grounding: GroundingMode,
 
     /// A file whose text replaces the built-in system prompt ({today} becomes the date).
     #[arg(long, env = "MAITRED_SYSTEM_PROMPT_FILE")]

@@ -13,9 +13,10 @@ use super::background::view::{TaskInput, TaskList, TaskView};
 use super::chat::store::ConversationSummary;
 use super::chat::views::{ConversationView, PartView, ToolCallView};
 use maitred_protocol::events::{
-    ApprovalRequiredEvent, BudgetEvent, ChatEvent, ConnectCard, ConnectReason, DoneEvent,
-    ErrorEvent, Finish, InputAction, InputMode, InputRequiredEvent, InputResolvedEvent, MetaEvent,
-    ResumedEvent, TokenEvent, ToolCallEvent, ToolProgressEvent, ToolResultEvent, UsageEvent,
+    ApprovalRequiredEvent, BudgetEvent, ChatEvent, Claim, ClaimKind, ClaimStatus, ConnectCard,
+    ConnectReason, DoneEvent, ErrorEvent, Finish, GroundingEvent, InputAction, InputMode,
+    InputRequiredEvent, InputResolvedEvent, MetaEvent, ResumedEvent, TokenEvent, ToolCallEvent,
+    ToolProgressEvent, ToolResultEvent, UsageEvent,
 };
 use maitred_protocol::ids::{
     CallStatus, ConversationId, InputId, MessageId, MessageStatus, PartId, Role, TaskId,
@@ -49,6 +50,10 @@ fn declarations() -> Vec<String> {
         ToolProgressEvent::decl(&cfg),
         tool_result_status(),
         ToolResultEvent::decl(&cfg),
+        ClaimKind::decl(&cfg),
+        ClaimStatus::decl(&cfg),
+        Claim::decl(&cfg),
+        GroundingEvent::decl(&cfg),
         UsageEvent::decl(&cfg),
         BudgetEvent::decl(&cfg),
         ErrorEvent::decl(&cfg),

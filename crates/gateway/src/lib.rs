@@ -11,6 +11,7 @@ pub mod budgets;
 pub mod chat;
 mod error;
 mod extract;
+mod grounding;
 pub mod live;
 mod login;
 pub mod metrics;
@@ -184,7 +185,8 @@ fn offline_model(settings: &Settings) -> anyhow::Result<Arc<dyn ChatModel>> {
     );
     Ok(Arc::new(
         maitred_offline_model::OfflineModel::new()
-            .with_fragment_delay(settings.gateway.offline_fragment_delay),
+            .with_fragment_delay(settings.gateway.offline_fragment_delay)
+            .with_grounding(settings.gateway.offline_grounding),
     ))
 }
 

@@ -213,6 +213,11 @@ pub trait ChatModel: Send + Sync {
         None
     }
 
+    /// What becomes of figures of its answers that no tool result states.
+    fn grounding(&self) -> maitred_core::settings::GroundingMode {
+        maitred_core::settings::GroundingMode::Flag
+    }
+
     /// Whether this model's profile asks for it to be warmed up at start.
     fn wants_warm_up(&self) -> bool {
         false

@@ -473,6 +473,10 @@ impl ChatModel for OpenAiModel {
         self.settings.profile.small
     }
 
+    fn grounding(&self) -> maitred_core::settings::GroundingMode {
+        self.settings.profile.grounding
+    }
+
     fn wants_warm_up(&self) -> bool {
         self.settings.profile.warm_up
     }

@@ -117,6 +117,15 @@ impl ModelRouter {
             .any(|c| c.model.name() == model && c.model.small())
     }
 
+    /// The grounding `model` (one of the router's) asks for; `flag` for any other.
+    pub fn grounding(&self, model: &str) -> maitred_core::settings::GroundingMode {
+        self.candidates
+            .iter()
+            .find(|c| c.model.name() == model)
+            .map(|c| c.model.grounding())
+            .unwrap_or_default()
+    }
+
     pub fn models(&self) -> impl Iterator<Item = &str> {
         self.candidates.iter().map(|c| c.model.name())
     }

@@ -51,6 +51,7 @@ pub struct OfflineModel {
     /// so a long-running gateway does not keep yesterday's date.
     today: Option<NaiveDate>,
     fragment_delay: Duration,
+    grounding: maitred_core::settings::GroundingMode,
 }
 
 impl OfflineModel {
@@ -74,6 +75,34 @@ impl OfflineModel {
             fragment_delay: delay,
             ..self
         }
+    }
+
+    /// Its answers' figures are checked in `mode` (`MAITRED_LLM_GROUNDING`).
+    pub fn with_grounding(self, mode: maitred_core::settings::GroundingMode) -> Self {
+        Self {
+            grounding: mode,
+            ..self
+        }
+    }
+
+    /// What this model writes from the tool results in `messages` (the question, the
+    /// calls and their results), as its answer would be; `None` when they hold no
+    /// result. The gateway's `facts` grounding writes an answer's figures with it.
+    pub fn write_from_results(&self, messages: &[Message], tools: &[ToolDef]) -> Option<String> {
+        let tools_offered: Vec<ToolDef> = tools
+            .iter()
+            .filter(|t| t.name != SEARCH_TOOLS)
+            .cloned()
+            .collect();
+        let planner = Planner::new(&tools_offered);
+        let understood = understand(messages, &planner, self.today());
+        let outcomes = outcomes(messages, tools)
+            .filter(|outcomes| outcomes.iter().any(|o| o.name != SEARCH_TOOLS))?;
+        Some(answer::answer(
+            understood.question,
+            &understood.facts,
+            &outcomes,
+        ))
     }
 
     fn today(&self) -> NaiveDate {
@@ -128,6 +157,10 @@ impl OfflineModel {
 impl ChatModel for OfflineModel {
     fn name(&self) -> &str {
         MODEL_NAME
+    }
+
+    fn grounding(&self) -> maitred_core::settings::GroundingMode {
+        self.grounding
     }
 
     fn stream(&self, request: ChatRequest) -> BoxFuture<'_, Result<EventStream, ModelError>> {

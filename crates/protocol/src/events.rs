@@ -189,6 +189,59 @@ pub struct ToolResultEvent {
     pub summary: String,
 }
 
+/// What kind of value a claim of the answer states.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[cfg_attr(feature = "ts", derive(ts_rs::TS))]
+#[serde(rename_all = "snake_case")]
+pub enum ClaimKind {
+    /// A number of things ("60 customers", "forty bookings").
+    Count,
+    Number,
+    Money,
+    Date,
+    Time,
+    /// A person's or a thing's name, an id or an email address.
+    Name,
+}
+
+/// Whether a tool result of the answer states the claim's value.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[cfg_attr(feature = "ts", derive(ts_rs::TS))]
+#[serde(rename_all = "snake_case")]
+pub enum ClaimStatus {
+    Supported,
+    Unsupported,
+}
+
+/// A figure, date, time or name the answer states, and where it came from.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[cfg_attr(feature = "ts", derive(ts_rs::TS))]
+pub struct Claim {
+    /// As the answer writes it ("forty", "$1,200", "25 November").
+    pub text: String,
+    /// Its span in the answer's final text, in Unicode code points (`end` excluded).
+    #[cfg_attr(feature = "ts", ts(type = "number"))]
+    pub start: u64,
+    #[cfg_attr(feature = "ts", ts(type = "number"))]
+    pub end: u64,
+    pub kind: ClaimKind,
+    /// The value it states, written one way: `60`, `1200.50`, `2026-11-25` (or
+    /// `--11-25` without a year), `19:00`, a name as written.
+    pub value: String,
+    pub status: ClaimStatus,
+    /// The call whose result states it (the first, when several do); `null` when
+    /// none does.
+    pub tool_call_id: Option<ToolCallId>,
+}
+
+/// The answer's claims checked against its tool calls' results: sent after its text,
+/// before `usage` and `done`, and stored with it.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[cfg_attr(feature = "ts", derive(ts_rs::TS))]
+pub struct GroundingEvent {
+    pub claims: Vec<Claim>,
+}
+
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 #[cfg_attr(feature = "ts", derive(ts_rs::TS))]
 pub struct UsageEvent {
@@ -300,6 +353,9 @@ chat_events! {
     InputResolved(InputResolvedEvent) => "input_resolved",
     ToolProgress(ToolProgressEvent) => "tool_progress",
     ToolResult(ToolResultEvent) => "tool_result",
+    /// The answer's figures, dates, times and names, each traced to the call whose
+    /// result states it, or marked unsupported.
+    Grounding(GroundingEvent) => "grounding",
     Usage(UsageEvent) => "usage",
     /// What is left of the answer's budget, after each model turn.
     Budget(BudgetEvent) => "budget",
@@ -388,6 +444,17 @@ mod tests {
                 duration_ms: 3,
                 summary: "down".into(),
             }),
+            ChatEvent::Grounding(GroundingEvent {
+                claims: vec![Claim {
+                    text: "forty".into(),
+                    start: 8,
+                    end: 13,
+                    kind: ClaimKind::Count,
+                    value: "40".into(),
+                    status: ClaimStatus::Unsupported,
+                    tool_call_id: None,
+                }],
+            }),
             ChatEvent::Usage(UsageEvent {
                 prompt_tokens: 1,
                 completion_tokens: 2,
@@ -439,6 +506,25 @@ mod tests {
             assert_eq!(tagged["data"], data);
             assert_eq!(serde_json::from_value::<ChatEvent>(tagged).unwrap(), event);
         }
+    }
+
+    #[test]
+    fn an_unsupported_claim_names_no_call() {
+        let event = ChatEvent::Grounding(GroundingEvent {
+            claims: vec![Claim {
+                text: "60".into(),
+                start: 12,
+                end: 14,
+                kind: ClaimKind::Count,
+                value: "60".into(),
+                status: ClaimStatus::Unsupported,
+                tool_call_id: None,
+            }],
+        });
+        assert_eq!(
+            event.data_json().unwrap(),
+            r#"{"claims":[{"text":"60","start":12,"end":14,"kind":"count","value":"60","status":"unsupported","tool_call_id":null}]}"#
+        );
     }
 
     #[test]

@@ -93,6 +93,32 @@ export type ToolResultStatus = "ok" | "error" | "denied" | "unavailable";
 
 export type ToolResultEvent = { id: ToolCallId, status: ToolResultStatus, duration_ms: number, summary: string, };
 
+export type ClaimKind = "count" | "number" | "money" | "date" | "time" | "name";
+
+export type ClaimStatus = "supported" | "unsupported";
+
+export type Claim = { 
+/**
+ * As the answer writes it ("forty", "$1,200", "25 November").
+ */
+text: string, 
+/**
+ * Its span in the answer's final text, in Unicode code points (`end` excluded).
+ */
+start: number, end: number, kind: ClaimKind, 
+/**
+ * The value it states, written one way: `60`, `1200.50`, `2026-11-25` (or
+ * `--11-25` without a year), `19:00`, a name as written.
+ */
+value: string, status: ClaimStatus, 
+/**
+ * The call whose result states it (the first, when several do); `null` when
+ * none does.
+ */
+tool_call_id: ToolCallId | null, };
+
+export type GroundingEvent = { claims: Array<Claim>, };
+
 export type UsageEvent = { prompt_tokens: number, completion_tokens: number, total_tokens: number, };
 
 export type BudgetEvent = { 
@@ -125,9 +151,9 @@ export type FinishReason = "stop" | "cancelled" | "max_iterations" | "error";
 
 export type DoneEvent = { finish_reason: FinishReason, };
 
-export type ChatEvent = { "type": "meta", "data": MetaEvent } | { "type": "token", "data": TokenEvent } | { "type": "tool_call", "data": ToolCallEvent } | { "type": "approval_required", "data": ApprovalRequiredEvent } | { "type": "input_required", "data": InputRequiredEvent } | { "type": "input_resolved", "data": InputResolvedEvent } | { "type": "tool_progress", "data": ToolProgressEvent } | { "type": "tool_result", "data": ToolResultEvent } | { "type": "usage", "data": UsageEvent } | { "type": "budget", "data": BudgetEvent } | { "type": "error", "data": ErrorEvent } | { "type": "resumed", "data": ResumedEvent } | { "type": "done", "data": DoneEvent };
+export type ChatEvent = { "type": "meta", "data": MetaEvent } | { "type": "token", "data": TokenEvent } | { "type": "tool_call", "data": ToolCallEvent } | { "type": "approval_required", "data": ApprovalRequiredEvent } | { "type": "input_required", "data": InputRequiredEvent } | { "type": "input_resolved", "data": InputResolvedEvent } | { "type": "tool_progress", "data": ToolProgressEvent } | { "type": "tool_result", "data": ToolResultEvent } | { "type": "grounding", "data": GroundingEvent } | { "type": "usage", "data": UsageEvent } | { "type": "budget", "data": BudgetEvent } | { "type": "error", "data": ErrorEvent } | { "type": "resumed", "data": ResumedEvent } | { "type": "done", "data": DoneEvent };
 
-export const CHAT_EVENT_NAMES: readonly ChatEvent["type"][] = ["meta", "token", "tool_call", "approval_required", "input_required", "input_resolved", "tool_progress", "tool_result", "usage", "budget", "error", "resumed", "done"];
+export const CHAT_EVENT_NAMES: readonly ChatEvent["type"][] = ["meta", "token", "tool_call", "approval_required", "input_required", "input_resolved", "tool_progress", "tool_result", "grounding", "usage", "budget", "error", "resumed", "done"];
 
 export type ConversationSummary = { id: ConversationId, title: string, created_at: string, updated_at: string, };
 
@@ -147,6 +173,11 @@ message_id: MessageId | null, role: Role, content: string | null, status: Messag
  * For a model turn: the calls it made.
  */
 tool_calls?: Array<StoredToolCall>, 
+/**
+ * On the turn that holds an answer's final text: its claims checked against the
+ * answer's tool results, as the `grounding` event streamed them.
+ */
+grounding?: GroundingEvent, 
 /**
  * Set on the parts of an answer that posts a background task's result: its
  * question is a note from the task, not something the person wrote.

@@ -5,6 +5,7 @@ import { taskIdOf } from "../api/tasks";
 import type {
   BudgetEvent,
   ChatEvent,
+  Claim,
   ConnectCard,
   Conversation,
   ErrorEvent,
@@ -71,6 +72,13 @@ export interface ToolView {
   stopped?: boolean;
 }
 
+/** An answer's claims, and where in `Answer.text` the text they count in starts. */
+export interface Grounding {
+  claims: Claim[];
+  /** UTF-16 index in `Answer.text` of code point 0 of the claims' offsets. */
+  base: number;
+}
+
 export interface Answer {
   /** The generation's id (`message_id`), once known. */
   messageId: string | null;
@@ -88,6 +96,10 @@ export interface Answer {
   budget: BudgetEvent | null;
   /** Text after a tool call starts a new paragraph, as the stored rows do. */
   afterTool: boolean;
+  /** Where the latest model turn's text starts in `text` (UTF-16 index): claims count from there. */
+  turnStart: number;
+  /** The answer's figures checked against its tool results, once they are. */
+  grounding: Grounding | null;
   /**
    * Requests for input already answered, by id: a replayed `input_required` (after a
    * reconnect or a reload) for one of them must not open its form again.
@@ -117,6 +129,8 @@ export function emptyAnswer(messageId: string | null = null): Answer {
     usage: null,
     budget: null,
     afterTool: false,
+    turnStart: 0,
+    grounding: null,
     resolvedInputs: {},
   };
 }
@@ -215,12 +229,16 @@ export function applyEvent(answer: Answer, event: ChatEvent): Answer {
       };
     case "token": {
       const needsBreak = answer.afterTool && answer.text !== "" && !answer.text.endsWith("\n\n");
+      const before = answer.text + (needsBreak ? "\n\n" : "");
       return {
         ...answer,
-        text: answer.text + (needsBreak ? "\n\n" : "") + event.data.text,
+        text: before + event.data.text,
+        turnStart: answer.afterTool ? before.length : answer.turnStart,
         afterTool: false,
       };
     }
+    case "grounding":
+      return { ...answer, grounding: { claims: event.data.claims, base: answer.turnStart } };
     case "tool_call": {
       const { id, server, tool, title, acting_as: actingAs } = event.data;
       if (answer.tools.some((t) => t.id === id)) return answer;
@@ -401,10 +419,14 @@ function mayBeRunning(rows: StoredMessage[]): boolean {
 function storedAnswer(rows: StoredMessage[], running: boolean): Answer {
   const last = rows[rows.length - 1];
   const answer = emptyAnswer(rows[0]?.message_id ?? null);
-  answer.text = rows
-    .map((r) => r.content ?? "")
-    .filter((c) => c !== "")
-    .join("\n\n");
+  answer.text = "";
+  for (const row of rows) {
+    const content = row.content ?? "";
+    if (content === "") continue;
+    if (answer.text !== "") answer.text += "\n\n";
+    if (row.grounding) answer.grounding = { claims: row.grounding.claims, base: answer.text.length };
+    answer.text += content;
+  }
   answer.tools = rows.flatMap((r) => (r.tool_calls ?? []).map((c) => storedTool(c, running)));
   answer.model = rows.find((r) => r.model)?.model ?? null;
   answer.streaming = running;

@@ -1,4 +1,4 @@
-import type { ReactElement } from "react";
+import { useMemo, type ReactElement } from "react";
 import { OFFLINE_MODEL, type InputAction } from "../api/types";
 import type { Answer } from "../chat/answer";
 import { Markdown } from "./Markdown";
@@ -29,6 +29,18 @@ export function AssistantMessage({
 }): ReactElement {
   const thinking = answer.streaming && answer.text === "" && answer.tools.every((t) => t.status !== "running" && t.status !== "waiting");
   const note = answer.finish ? FINISH_NOTES[answer.finish] : undefined;
+  const { grounding, tools } = answer;
+  const marked = useMemo(
+    () =>
+      grounding
+        ? {
+            claims: grounding.claims,
+            base: grounding.base,
+            titles: Object.fromEntries(tools.map((t) => [t.id, t.title])),
+          }
+        : undefined,
+    [grounding, tools],
+  );
   return (
     <article
       className="message assistant"
@@ -61,7 +73,7 @@ export function AssistantMessage({
         </div>
       )}
       <div className={`markdown${answer.streaming ? " streaming" : ""}`} data-testid="assistant-text">
-        <Markdown text={answer.text} />
+        <Markdown text={answer.text} marked={marked} />
       </div>
       {thinking && (
         <p className="thinking" aria-hidden="true">

@@ -86,6 +86,7 @@ export function ToolCard({
   return (
     <article
       className={`tool-card status-${tool.status}`}
+      id={`tool-${tool.id}`}
       data-testid="tool-card"
       data-status={tool.status}
       data-tool={tool.tool}

@@ -47,6 +47,25 @@ pub struct ModelProfile {
     /// 50-100 tokens a second).
     #[serde(default, deserialize_with = "super::span::optional_seconds")]
     pub first_token_timeout: Option<std::time::Duration>,
+    /// What the gateway does with figures of this model's answers that no tool
+    /// result states (docs/grounding.md).
+    pub grounding: GroundingMode,
+}
+
+/// What becomes of an answer's figures, dates, times and names that no tool result
+/// of the answer states (`grounding` per model).
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, serde::Deserialize, clap::ValueEnum)]
+#[serde(rename_all = "lowercase")]
+pub enum GroundingMode {
+    /// They are marked; the answer streams as the model writes it.
+    #[default]
+    Flag,
+    /// An answer with any is held back and asked again once, the discrepancy named;
+    /// the person sees the corrected answer, with a note that it was corrected.
+    Correct,
+    /// For small models: the gateway writes the figures from the results, the model
+    /// only the words around them; a figure it cannot put right is left out.
+    Facts,
 }
 
 /// How a model's tool calls are read (`tool_calls` per model in the gateway config).

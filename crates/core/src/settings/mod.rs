@@ -35,7 +35,7 @@ use secrecy::{ExposeSecret, SecretString};
 
 pub use gateway_file::GatewayFile;
 pub use identity_file::IdentityFile;
-pub use llm::{LlmSettings, ModelProfile, ToolCallMode};
+pub use llm::{GroundingMode, LlmSettings, ModelProfile, ToolCallMode};
 pub use resolve::RoleArgs;
 pub use timeouts::HttpTimeouts;
 pub use urls::{Endpoint, normalize_url, origin, sqlite_url};
@@ -164,6 +164,9 @@ pub struct GatewaySettings {
     pub sse_keepalive: Duration,
     /// Pause between the offline model's text fragments, so streaming is visible.
     pub offline_fragment_delay: Duration,
+    /// The offline model's `grounding` (`MAITRED_LLM_GROUNDING` when no model is
+    /// configured).
+    pub offline_grounding: GroundingMode,
     /// The web UI's files on disk; `None`: the copy embedded at compile time.
     pub ui_dir: Option<PathBuf>,
     /// Where replicas share running answers; `None`: in this process.
@@ -257,6 +260,7 @@ impl GatewaySettings {
             stream_grace: defaults::STREAM_GRACE,
             sse_keepalive: defaults::SSE_KEEPALIVE,
             offline_fragment_delay: defaults::OFFLINE_FRAGMENT_DELAY,
+            offline_grounding: GroundingMode::Flag,
             ui_dir: None,
             redis: None,
             answer_lease: defaults::ANSWER_LEASE,

@@ -8,6 +8,7 @@
 
 mod assemble;
 mod failure;
+mod grounded;
 mod pipeline;
 
 pub mod ports;
@@ -160,13 +161,14 @@ impl Answerer {
         for turn in 0..self.limits.max_iterations {
             let catalogue = self.catalogue(answer).await;
             let offered = self.offered(&catalogue, &answer.user.roles, &run.messages);
+            let hold = self.holds_answers(answer);
             let reply = if answer_now {
                 let messages = repeats::answer_from_results(&run.messages);
-                self.model_turn(answer, &messages, &offered, true, turn)
+                self.model_turn(answer, &messages, &offered, true, turn, hold)
                     .instrument(spans::chat(self.models.primary()))
                     .await?
             } else {
-                self.model_turn(answer, &run.messages, &offered, false, turn)
+                self.model_turn(answer, &run.messages, &offered, false, turn, hold)
                     .instrument(spans::chat(self.models.primary()))
                     .await?
             };
@@ -185,6 +187,7 @@ impl Answerer {
                     answer_now = true;
                     continue;
                 }
+                self.conclude(answer, run, &reply, turn).await?;
                 return Ok(Finish::Stop);
             }
             let repeated = repeats.all_repeated(&reply.calls) && small;

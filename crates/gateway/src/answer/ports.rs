@@ -13,7 +13,7 @@ use crate::auth::ChatUser;
 use crate::tools::{CallContext, CallOutcome, Catalogue, InputReply, RegisteredTool, StartedTask};
 use maitred_llm::{Message, ToolCall, Usage};
 use maitred_protocol::events::ConnectCard;
-use maitred_protocol::events::{ChatEvent, InputMode};
+use maitred_protocol::events::{ChatEvent, GroundingEvent, InputMode};
 use maitred_protocol::ids::{
     CallStatus, ConversationId, InputId, MessageId, MessageStatus, PartId, Subject, TaskId,
     ToolCallId,
@@ -105,6 +105,8 @@ pub trait AnswerStore: Send + Sync {
     /// Calls the answer left running get the reason it stopped.
     async fn abandon_calls(&self, answer: &MessageId, status: CallStatus) -> StoreResult<()>;
     async fn usage(&self, answer: &AnswerRef, model: &str, usage: Usage) -> StoreResult<()>;
+    /// The answer's claims, checked, kept with `part`: the turn that holds its final text.
+    async fn save_grounding(&self, part: &PartId, grounding: &GroundingEvent) -> StoreResult<()>;
 }
 
 /// The tools of every configured MCP server.

@@ -13,12 +13,13 @@ use tokio_util::sync::CancellationToken;
 use super::ports::{
     AnswerRef, AnswerStore, EventSink, NewCall, Remaining, StoreError, StoreResult, TurnRecord,
 };
+use crate::grounding::Source;
 use crate::metrics::{ErrorCodeLabels, FinishLabels, GatewayMetrics, TokenKindLabels, ToolLabels};
 use maitred_llm::{ToolCall, Usage};
 use maitred_protocol::events::{
-    ApprovalRequiredEvent, BudgetEvent, ChatEvent, DoneEvent, ErrorEvent, Finish, InputAction,
-    InputRequiredEvent, InputResolvedEvent, MetaEvent, ResumedEvent, TokenEvent, ToolCallEvent,
-    ToolProgressEvent, ToolResultEvent, UsageEvent,
+    ApprovalRequiredEvent, BudgetEvent, ChatEvent, Claim, DoneEvent, ErrorEvent, Finish,
+    GroundingEvent, InputAction, InputRequiredEvent, InputResolvedEvent, MetaEvent, ResumedEvent,
+    TokenEvent, ToolCallEvent, ToolProgressEvent, ToolResultEvent, UsageEvent,
 };
 use maitred_protocol::ids::{CallStatus, InputId, MessageStatus, PartId, ToolCallId};
 
@@ -48,6 +49,15 @@ pub struct StartedCall {
     tool: String,
 }
 
+/// The answer's calls as they end: each one's status, tool and summary, and the
+/// results of those that brought one.
+#[derive(Default)]
+struct Calls {
+    started: Vec<ToolCallId>,
+    ended: Vec<(CallStatus, String, String)>,
+    results: Vec<Source>,
+}
+
 /// The model turn being streamed.
 struct OpenTurn {
     part: PartId,
@@ -64,6 +74,8 @@ pub struct Recorder {
     started: Instant,
     first_token: AtomicBool,
     turn: Mutex<Option<OpenTurn>>,
+    /// What the answer's calls have come to so far, for its grounding.
+    calls: Mutex<Calls>,
     /// A write that must be done before any part of the answer is stored (the
     /// question, written beside the model's first request).
     prior: tokio::sync::Mutex<Option<JoinHandle<StoreResult<()>>>>,
@@ -87,6 +99,7 @@ impl Recorder {
             started,
             first_token: AtomicBool::new(false),
             turn: Mutex::new(None),
+            calls: Mutex::new(Calls::default()),
             prior: tokio::sync::Mutex::new(None),
         }
     }
@@ -208,6 +221,7 @@ impl Recorder {
         known: bool,
         idempotency_key: Option<&str>,
     ) -> StoreResult<StartedCall> {
+        self.lock_calls().started.push(shown.id.clone());
         let started = StartedCall {
             id: shown.id.clone(),
             at: Instant::now(),
@@ -259,6 +273,7 @@ impl Recorder {
     /// A call stored before the answer was taken over, sent again: it keeps its id
     /// (and its viewers' card), and nothing about its start is shown or stored again.
     pub fn call_again(&self, id: &ToolCallId, server: &str, tool: &str) -> StartedCall {
+        self.lock_calls().started.push(id.clone());
         StartedCall {
             id: id.clone(),
             at: Instant::now(),
@@ -325,6 +340,9 @@ impl Recorder {
         debug_assert!(status.is_result(), "a call does not end as {status}");
         let elapsed = call.at.elapsed();
         let duration_ms = u64::try_from(elapsed.as_millis()).unwrap_or(u64::MAX);
+        self.lock_calls()
+            .ended
+            .push((status, call.tool.clone(), summary.to_owned()));
         let labels = ToolLabels {
             server: call.server,
             tool: call.tool,
@@ -345,6 +363,52 @@ impl Recorder {
             summary: summary.to_owned(),
         }))
         .await
+    }
+
+    /// A call's result, kept for checking the answer against.
+    pub(crate) fn remember(&self, source: Source) {
+        self.lock_calls().results.push(source);
+    }
+
+    /// The results of the answer's calls so far, in the order the calls started
+    /// (calls of one turn run at once, and end in any order).
+    pub(crate) fn results(&self) -> Vec<Source> {
+        let calls = self.lock_calls();
+        let mut results = calls.results.clone();
+        results.sort_by_key(|r| {
+            calls
+                .started
+                .iter()
+                .position(|id| *id == r.call)
+                .unwrap_or(usize::MAX)
+        });
+        results
+    }
+
+    /// The answer has made tool calls.
+    pub fn made_calls(&self) -> bool {
+        !self.lock_calls().started.is_empty()
+    }
+
+    /// The answer made calls, and none of them brought a result back: the tools and
+    /// why, for each call that failed.
+    pub fn all_calls_failed(&self) -> Option<Vec<(String, String)>> {
+        let calls = self.lock_calls();
+        let failed: Vec<(String, String)> = calls
+            .ended
+            .iter()
+            .filter(|(status, _, _)| *status != CallStatus::Ok)
+            .map(|(_, tool, summary)| (tool.clone(), summary.clone()))
+            .collect();
+        (calls.results.is_empty() && !failed.is_empty()).then_some(failed)
+    }
+
+    /// The answer's claims, checked: streamed, and stored with `part` (its final text).
+    pub async fn grounding(&self, part: &PartId, claims: Vec<Claim>) -> StoreResult<()> {
+        let event = GroundingEvent { claims };
+        self.emit(ChatEvent::Grounding(event.clone())).await?;
+        self.ready().await?;
+        self.store.save_grounding(part, &event).await
     }
 
     /// What the model is told of one of its calls; stored, not shown.
@@ -442,6 +506,10 @@ impl Recorder {
 
     fn open_turn(&self) -> std::sync::MutexGuard<'_, Option<OpenTurn>> {
         self.turn.lock().unwrap_or_else(|p| p.into_inner())
+    }
+
+    fn lock_calls(&self) -> std::sync::MutexGuard<'_, Calls> {
+        self.calls.lock().unwrap_or_else(|p| p.into_inner())
     }
 }
 

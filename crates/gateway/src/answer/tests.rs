@@ -28,9 +28,9 @@ use maitred_llm::router::ModelRouter;
 use maitred_llm::{
     ChatModel, ChatRequest, EventStream, FinishReason, ModelError, ModelEvent, Usage,
 };
-use maitred_protocol::events::ChatEvent;
+use maitred_protocol::events::{ChatEvent, GroundingEvent};
 use maitred_protocol::ids::{
-    CallStatus, ConversationId, MessageId, MessageStatus, Subject, ToolCallId,
+    CallStatus, ConversationId, MessageId, MessageStatus, PartId, Subject, ToolCallId,
 };
 
 /// Each request gets the next turn of events.
@@ -156,6 +156,8 @@ struct Parts {
     calls: Mutex<HashMap<ToolCallId, CallStatus>>,
     /// Each stored call's idempotency key.
     keys: Mutex<HashMap<ToolCallId, Option<String>>>,
+    /// The grounding kept with each part.
+    grounding: Mutex<Vec<(PartId, GroundingEvent)>>,
     failing: AtomicBool,
 }
 
@@ -230,6 +232,15 @@ impl AnswerStore for Parts {
 
     async fn usage(&self, _answer: &AnswerRef, _model: &str, _usage: Usage) -> StoreResult<()> {
         self.check()
+    }
+
+    async fn save_grounding(&self, part: &PartId, grounding: &GroundingEvent) -> StoreResult<()> {
+        self.check()?;
+        self.grounding
+            .lock()
+            .unwrap()
+            .push((part.clone(), grounding.clone()));
+        Ok(())
     }
 }
 
@@ -517,6 +528,7 @@ async fn parallel_calls_run_together_and_their_results_go_back_in_order() {
             "tool_result",
             "tool_result",
             "token",
+            "grounding",
             "usage",
             "done"
         ]
@@ -573,7 +585,14 @@ async fn where_nobody_can_be_asked_a_write_is_refused_without_waiting() {
 
     assert_eq!(
         ran.viewers.named(),
-        ["tool_call", "tool_result", "token", "usage", "done"]
+        [
+            "tool_call",
+            "tool_result",
+            "token",
+            "grounding",
+            "usage",
+            "done"
+        ]
     );
     assert_eq!(ran.viewers.results(), ["denied"]);
     assert_eq!(ran.tools.called.load(Ordering::SeqCst), 0);
@@ -616,6 +635,7 @@ async fn a_denied_approval_runs_nothing_and_the_model_is_told() {
             "approval_required",
             "tool_result",
             "token",
+            "grounding",
             "usage",
             "done"
         ]

@@ -21,6 +21,9 @@ pub(super) struct Reply {
     pub text: String,
     pub calls: Vec<ToolCall>,
     pub usage: Usage,
+    /// Its text was held back, not shown: it answers without calling a tool, and
+    /// is shown once checked (`conclude`).
+    pub held: bool,
 }
 
 impl Answerer {
@@ -31,6 +34,7 @@ impl Answerer {
         tools: &[ToolDef],
         answer_only: bool,
         turn: u32,
+        hold_text: bool,
     ) -> Result<Reply, Stop> {
         let recorder = answer.recorder;
         let cancel = recorder.cancelled();
@@ -72,7 +76,12 @@ impl Answerer {
             }
         };
         let mut stream = opened.stream;
-        recorder.begin_turn(&opened.model);
+        // Held text goes out only once the turn shows it calls a tool (then as it
+        // was) or once it is checked (its final answer).
+        let mut held = String::new();
+        if !hold_text {
+            recorder.begin_turn(&opened.model);
+        }
         let mut assembler = Assembler::default();
         let mut usage = Usage::default();
         let mut finished = None;
@@ -83,6 +92,7 @@ impl Answerer {
             };
             match next {
                 None => break Ok(()),
+                Some(Ok(ModelEvent::Text(fragment))) if hold_text => held.push_str(&fragment),
                 Some(Ok(ModelEvent::Text(fragment))) => {
                     if let Err(error) = recorder.token(fragment).await {
                         break Err(error.into());
@@ -121,7 +131,26 @@ impl Answerer {
             Err(Stop::Cancelled) => MessageStatus::Cancelled,
             Err(Stop::Model(_) | Stop::Storage(_) | Stop::Budget(_)) => MessageStatus::Error,
         };
-        let stored = recorder.end_turn(&calls, status).await;
+        let kept = hold_text && outcome.is_ok() && calls.is_empty();
+        let stored = if kept {
+            Ok((PartId::new(), held))
+        } else if hold_text && outcome.is_ok() {
+            recorder.begin_turn(&opened.model);
+            let shown = if held.is_empty() {
+                Ok(())
+            } else {
+                recorder.token(held).await
+            };
+            match shown {
+                Ok(()) => recorder.end_turn(&calls, status).await,
+                Err(error) => Err(error),
+            }
+        } else if hold_text {
+            // Unchecked text of a turn that failed is not shown.
+            Ok((PartId::new(), String::new()))
+        } else {
+            recorder.end_turn(&calls, status).await
+        };
         let spent = super::spend::Spent {
             model: Some(&opened.model),
             usage,
@@ -140,6 +169,7 @@ impl Answerer {
             text,
             calls,
             usage,
+            held: kept,
         })
     }
 

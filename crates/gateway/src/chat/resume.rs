@@ -316,6 +316,7 @@ mod tests {
             status,
             model: Some("m".to_owned()),
             created_at: String::new(),
+            grounding: None,
         }
     }
 

@@ -13,6 +13,7 @@ use crate::auth::{ChatUser, Via};
 use crate::error::GatewayError;
 use maitred_core::db::{Db, canonical_now, is_unique_violation};
 use maitred_llm::{Message, ToolCall, Usage};
+use maitred_protocol::events::GroundingEvent;
 use maitred_protocol::ids::{
     CallStatus, ConversationId, MessageId, MessageStatus, PartId, Role, Subject, ToolCallId,
 };
@@ -43,6 +44,10 @@ pub struct StoredPart {
     pub status: MessageStatus,
     pub model: Option<String>,
     pub created_at: String,
+    /// For the turn that holds an answer's final text: its checked claims, as JSON
+    /// (a `grounding` event's data). Read only where a conversation is shown.
+    #[sqlx(default)]
+    pub grounding: Option<String>,
 }
 
 #[derive(Debug, Clone, FromRow)]
@@ -344,7 +349,7 @@ impl Store {
         .await?
         .ok_or_else(|| GatewayError::not_found("conversation", id.as_str()))?;
         let parts = sqlx::query_as(
-            "SELECT id, message_id, role, content, tool_calls, tool_call_id, status, model, created_at \
+            "SELECT id, message_id, role, content, tool_calls, tool_call_id, status, model, created_at, grounding \
              FROM chat_messages WHERE conversation_id = $1 ORDER BY seq",
         )
         .bind(id)
@@ -782,6 +787,16 @@ impl AnswerStore for Store {
         .execute(self.db.pool())
         .await
         .map_err(StoreError::from)?;
+        Ok(())
+    }
+
+    async fn save_grounding(&self, part: &PartId, grounding: &GroundingEvent) -> StoreResult<()> {
+        let json = serde_json::to_string(grounding).map_err(|e| StoreError(e.into()))?;
+        sqlx::query("UPDATE chat_messages SET grounding = $1 WHERE id = $2")
+            .bind(json)
+            .bind(part)
+            .execute(self.db.pool())
+            .await?;
         Ok(())
     }
 }

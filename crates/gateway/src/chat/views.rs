@@ -6,6 +6,7 @@ use serde_json::Value;
 
 use super::store::{ConversationSummary, StoredPart, StoredToolCall};
 use crate::background::view::TaskView;
+use maitred_protocol::events::GroundingEvent;
 use maitred_protocol::ids::{
     CallStatus, ConversationId, InputId, MessageId, MessageStatus, PartId, Role, TaskId, ToolCallId,
 };
@@ -40,6 +41,11 @@ pub struct PartView {
     #[serde(skip_serializing_if = "Option::is_none")]
     #[cfg_attr(test, ts(optional))]
     pub tool_calls: Option<Vec<ToolCallView>>,
+    /// On the turn that holds an answer's final text: its claims checked against the
+    /// answer's tool results, as the `grounding` event streamed them.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    #[cfg_attr(test, ts(optional))]
+    pub grounding: Option<GroundingEvent>,
     /// Set on the parts of an answer that posts a background task's result: its
     /// question is a note from the task, not something the person wrote.
     #[serde(skip_serializing_if = "Option::is_none")]
@@ -82,7 +88,14 @@ impl ConversationView {
                         .map(ToolCallView::from)
                         .collect()
                 });
+                // Written by this gateway from its own type: one that does not read
+                // back is left out rather than failing the conversation.
+                let grounding = part
+                    .grounding
+                    .as_deref()
+                    .and_then(|json| serde_json::from_str(json).ok());
                 PartView {
+                    grounding,
                     id: part.id,
                     message_id: part.message_id,
                     role: part.role,

@@ -5,8 +5,10 @@
 //! Tool activity rides on an extra field, `maitred`, that OpenAI clients ignore:
 //! `{"tool_call": {"id","server","tool","title","arguments"}}` as a call starts and
 //! `{"tool_result": {"id","server","tool","status","duration_ms","summary"}}` as it
-//! ends, each on a chunk whose `delta` is empty; the first chunk's names the stored
-//! conversation and message.
+//! ends, and `{"grounding": {"claims": […]}}` after the answer's text (its figures
+//! checked against those results, as the chat stream's `grounding` event), each on a
+//! chunk whose `delta` is empty; the first chunk's names the stored conversation and
+//! message.
 
 use std::collections::HashMap;
 
@@ -69,6 +71,8 @@ pub struct Extra {
     pub tool_call: Option<Value>,
     #[serde(skip_serializing_if = "Option::is_none")]
     pub tool_result: Option<Value>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub grounding: Option<Value>,
 }
 
 /// The non-streaming answer.
@@ -106,6 +110,9 @@ pub struct CompletionExtra {
     /// The tool activity in order: `{"tool_call": …}` and `{"tool_result": …}` objects,
     /// as on the streamed chunks.
     pub tool_activity: Vec<Value>,
+    /// The answer's claims checked against its tool results (`{"claims": […]}`),
+    /// offsets in code points of `content`; `null` when the answer has none checked.
+    pub grounding: Option<Value>,
 }
 
 #[derive(Debug, Clone, PartialEq, Serialize)]
@@ -141,6 +148,11 @@ pub struct Translator {
     error: Option<ErrorBody>,
     /// Calls by id: their server and tool, repeated on their results.
     calls: HashMap<ToolCallId, (String, String)>,
+    /// Code points of `content` so far, and where the text after the latest tool
+    /// activity (the final turn's, which claims count from) starts.
+    written: u64,
+    turn_start: u64,
+    after_tool: bool,
 }
 
 impl Translator {
@@ -154,6 +166,9 @@ impl Translator {
             usage: None,
             error: None,
             calls: HashMap::new(),
+            written: 0,
+            turn_start: 0,
+            after_tool: false,
         }
     }
 
@@ -212,14 +227,22 @@ impl Translator {
                 });
                 vec![Out::Chunk(first)]
             }
-            ChatEvent::Token(token) => vec![Out::Chunk(self.chunk(
-                Delta {
-                    role: None,
-                    content: Some(token.text),
-                },
-                None,
-            ))],
+            ChatEvent::Token(token) => {
+                if self.after_tool {
+                    self.turn_start = self.written;
+                    self.after_tool = false;
+                }
+                self.written += token.text.chars().count() as u64;
+                vec![Out::Chunk(self.chunk(
+                    Delta {
+                        role: None,
+                        content: Some(token.text),
+                    },
+                    None,
+                ))]
+            }
             ChatEvent::ToolCall(call) => {
+                self.after_tool = true;
                 self.calls
                     .insert(call.id.clone(), (call.server.clone(), call.tool.clone()));
                 vec![Out::Chunk(self.with_extra(Extra {
@@ -228,6 +251,7 @@ impl Translator {
                 }))]
             }
             ChatEvent::ToolResult(result) => {
+                self.after_tool = true;
                 let mut shown = json_object(&result);
                 if let (Some((server, tool)), Some(fields)) =
                     (self.calls.get(&result.id), shown.as_object_mut())
@@ -237,6 +261,18 @@ impl Translator {
                 }
                 vec![Out::Chunk(self.with_extra(Extra {
                     tool_result: Some(shown),
+                    ..Extra::default()
+                }))]
+            }
+            ChatEvent::Grounding(mut grounding) => {
+                // The stream's offsets count from the final turn's text; here, from
+                // the start of `content`, which holds every turn's.
+                for claim in &mut grounding.claims {
+                    claim.start += self.turn_start;
+                    claim.end += self.turn_start;
+                }
+                vec![Out::Chunk(self.with_extra(Extra {
+                    grounding: Some(json_object(&grounding)),
                     ..Extra::default()
                 }))]
             }
@@ -320,6 +356,9 @@ impl Translator {
                     extra
                         .tool_activity
                         .push(serde_json::json!({ "tool_result": result }));
+                }
+                if more.grounding.is_some() {
+                    extra.grounding = more.grounding;
                 }
             }
         }

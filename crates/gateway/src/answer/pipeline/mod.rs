@@ -10,6 +10,7 @@
 //! The gateway's own `search_tools` (`search.rs`) takes none of these steps: it is no
 //! MCP call, and finds tools without using any.
 
+mod guidance;
 mod interact;
 mod permission;
 mod resume;
@@ -32,6 +33,7 @@ use maitred_llm::ToolCall;
 use maitred_protocol::ids::{CallStatus, PartId, ToolCallId};
 
 use super::ports::{Adopted, NewTask, StoreResult, StoredCall};
+use crate::grounding::Source;
 use permission::Permit;
 
 /// What became of one call, for the model.
@@ -301,6 +303,21 @@ impl Answerer {
                 .await?
                 .unwrap_or(outcome);
         }
+        // A filter the tool refused: the model is shown the filter language again.
+        if let CallOutcome::ToolError(message) = &mut outcome
+            && let Some(help) = guidance::for_filter(&tool.def, &shown.arguments, message)
+        {
+            message.push_str(&help);
+        }
+        if let CallOutcome::Ok { text, structured } = &outcome {
+            // Whole, not cut at the output cap: a total past the cap is still stated.
+            recorder.remember(Source::new(
+                shown.id.clone(),
+                &tool.tool,
+                text,
+                structured.as_ref(),
+            ));
+        }
         let summarised = summarise::outcome(outcome, self.limits.tool_output_cap);
         super::spans::tool_finished(&execute, &summarised.status, &summarised.text);
         recorder
@@ -401,7 +418,8 @@ async fn refused(
         .call_finished(started, CallStatus::Error, &summary)
         .await?;
     Ok(format!(
-        "Error: the arguments for {} do not fit its input schema: {problem}. Correct them and call it again.",
-        tool.exposed
+        "Error: the arguments for {} do not fit its input schema: {problem}. Correct them and call it again.{}",
+        tool.exposed,
+        guidance::for_arguments(&tool.def)
     ))
 }
