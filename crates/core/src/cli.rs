@@ -172,6 +172,13 @@ pub struct CommonArgs {
     )]
     pub forwarded_header: ForwardedHeader,
 
+    /// Production mode: plain-http origins that may still carry tokens,
+    /// comma-separated (e.g. http://backend:8080,http://mcp:8082): services inside
+    /// the deployment's own network only. Every other URL that carries a token must
+    /// be https or loopback.
+    #[arg(long, env = "MAITRED_PLAIN_HTTP_ORIGINS", value_delimiter = ',')]
+    pub plain_http_origins: Vec<String>,
+
     #[command(flatten)]
     pub timeouts: TimeoutArgs,
 }

@@ -228,6 +228,7 @@ pub async fn router(
             )?,
             connect_timeout: settings.gateway.connect_timeout,
             loopback_http: dev,
+            url_policy: settings.url_policy(),
         },
     );
     // After a key rotation, what older keys sealed is sealed again under the new one.

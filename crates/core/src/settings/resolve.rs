@@ -94,6 +94,12 @@ impl Settings {
                 &common.trusted_proxies,
                 common.forwarded_header,
             )?,
+            plain_http_origins: common
+                .plain_http_origins
+                .iter()
+                .filter(|o| !o.trim().is_empty())
+                .map(|o| super::plain_http_origin(o))
+                .collect::<anyhow::Result<_>>()?,
             timeouts: timeouts_from(&common.timeouts)?,
             identity,
             backend,

@@ -1,0 +1,118 @@
+//! The third round's findings owned here (issue 37: 1, 3, 4 and parts of 8): tokens
+//! over plain http in production, a role budget in another case, a caller's trace
+//! context at the public edges, a spent budget on `/v1/chat/completions`, and the
+//! leeway of delegated tokens. Each is performed as an attacker would, and shown to
+//! fail.
+
+use maitred::app::{App, Role};
+use maitred::settings::{GatewayFile, IdentityFile, Mode, Settings, plain_http_origin, sqlite_url};
+use tokio_util::sync::CancellationToken;
+
+use crate::helpers::test_settings;
+
+/// An identity file with one user and one client, as production mode needs.
+fn identity_file(dir: &std::path::Path) -> IdentityFile {
+    let path = dir.join("maitred.toml");
+    std::fs::write(
+        &path,
+        r#"
+        [[identity.users]]
+        username = "alice"
+        password_hash = "$argon2id$v=19$m=19456,t=2,p=1$c2FsdHNhbHQ$aGFzaA"
+
+        [[identity.clients]]
+        id = "maitred-cli"
+        secret = "a-long-enough-secret-value"
+        grants = ["client_credentials"]
+        scopes = ["chat.read", "chat.write"]
+        audiences = ["gateway"]
+        "#,
+    )
+    .unwrap();
+    IdentityFile::load(&path).unwrap()
+}
+
+fn production_in(dir: &std::path::Path) -> Settings {
+    let mut settings = test_settings(dir.to_owned(), sqlite_url(&dir.join("maitred.db")));
+    settings.mode = Mode::Production;
+    settings.identity.file = identity_file(dir);
+    settings
+}
+
+/// Finding 1: a `token_exchange` server (or its issuer) on plain http would get each
+/// person's gateway token and the gateway's client secret in the clear, a
+/// `user_oauth` server each person's own third-party token. Production mode refuses
+/// to start so; the operator's acknowledgement of a cluster-internal origin (as
+/// docker-compose's `http://backend:8080`) lets exactly that origin through.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn production_refuses_to_send_tokens_over_plain_http() {
+    let dir = tempfile::tempdir().unwrap();
+    let settings = production_in(dir.path());
+    let file = |server: &str| -> GatewayFile {
+        let path = dir.path().join("gateway.toml");
+        std::fs::write(&path, format!("[[mcp_servers]]\n{server}")).unwrap();
+        GatewayFile::load(&path).unwrap()
+    };
+    let exchange = |url: &str, issuer: &str| {
+        file(&format!(
+            "name = \"far\"\nurl = \"{url}\"\n[mcp_servers.auth]\ntype = \"token_exchange\"\nclient_id = \"maitred-gateway\"\nclient_secret = \"the-gateway-secret\"\nissuer = \"{issuer}\"\n"
+        ))
+    };
+    let attacks = [
+        (
+            exchange("http://tools.example.test/mcp", "https://id.example.test"),
+            "MCP server far: url",
+        ),
+        (
+            exchange("https://tools.example.test/mcp", "http://id.example.test"),
+            "MCP server far: auth.issuer",
+        ),
+        (
+            file(
+                "name = \"notes\"\nurl = \"http://notes.example.test/mcp\"\n[mcp_servers.auth]\ntype = \"user_oauth\"\n",
+            ),
+            "MCP server notes: url",
+        ),
+    ];
+    for (gateway_file, name) in attacks {
+        let mut bound = App::bind(settings.clone(), Role::ALL).await.unwrap();
+        bound.settings.gateway.file = gateway_file;
+        let refused = format!(
+            "{:#}",
+            bound.start(CancellationToken::new()).await.err().unwrap()
+        );
+        assert!(
+            refused.contains(name) && refused.contains("https"),
+            "{refused}"
+        );
+        assert!(!refused.contains("the-gateway-secret"), "{refused}");
+    }
+    for (name, tweak) in [
+        (
+            "MAITRED_ISSUER_INTERNAL_URL",
+            (|s: &mut Settings| s.identity.internal_url = Some("http://backend:8080".into()))
+                as fn(&mut Settings),
+        ),
+        ("MAITRED_GATEWAY_MCP_URL", |s: &mut Settings| {
+            s.gateway.mcp_url = Some("http://mcp:8082/mcp".into())
+        }),
+        ("MAITRED_MCP_BACKEND_URL", |s: &mut Settings| {
+            s.mcp.backend_url = "http://backend:8080".into()
+        }),
+    ] {
+        let mut bound = App::bind(settings.clone(), Role::ALL).await.unwrap();
+        tweak(&mut bound.settings);
+        let refused = format!(
+            "{:#}",
+            bound.start(CancellationToken::new()).await.err().unwrap()
+        );
+        assert!(refused.contains(name), "{refused}");
+        // docker-compose's wiring, acknowledged by the operator, passes the check.
+        let mut acknowledged = settings.clone();
+        tweak(&mut acknowledged);
+        acknowledged.plain_http_origins = ["http://backend:8080", "http://mcp:8082"]
+            .map(|o| plain_http_origin(o).unwrap())
+            .to_vec();
+        acknowledged.check().unwrap();
+    }
+}
