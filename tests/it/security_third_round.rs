@@ -6,9 +6,12 @@
 
 use maitred::app::{App, Role};
 use maitred::settings::{GatewayFile, IdentityFile, Mode, Settings, plain_http_origin, sqlite_url};
+use maitred_scripted_llm::Turn;
+use serde_json::json;
 use tokio_util::sync::CancellationToken;
 
-use crate::helpers::test_settings;
+use crate::budgets;
+use crate::helpers::{Database, of, test_settings};
 
 /// An identity file with one user and one client, as production mode needs.
 fn identity_file(dir: &std::path::Path) -> IdentityFile {
@@ -116,3 +119,77 @@ async fn production_refuses_to_send_tokens_over_plain_http() {
         acknowledged.check().unwrap();
     }
 }
+
+/// Finding 3: an ADMIN writes a team's budget as `role/operator`. Budgets matched
+/// role names exactly and tokens say `OPERATOR`, so the cap (accepted, 200) bound
+/// nobody and the team spent on. Now the role is one name in any case: the
+/// operator's question is refused by the budget, which reads back as `OPERATOR`.
+async fn a_role_budget_in_another_case_applies(database: &Database) {
+    let app = budgets::app(
+        database,
+        Turn::text("Here you are.").usage(budgets::PROMPT as u32, budgets::COMPLETION as u32),
+    )
+    .await;
+    let admin_token = budgets::token_of(&app, "admin").await;
+    let operator = budgets::token_of(&app, "operator").await;
+    // Room for no turn at all: a budget that applies refuses the first question.
+    budgets::set_budget(
+        &app,
+        &admin_token,
+        "/role/operator",
+        json!({ "window": "daily", "max_tokens": 10 }),
+    )
+    .await;
+    let events = app
+        .ask(&operator, "How many tables?", None)
+        .await
+        .rest()
+        .await;
+    assert_eq!(budgets::finish(&events), "error", "{events:?}");
+    assert_eq!(of(&events, "error")[0]["code"], "budget", "{events:?}");
+    assert_eq!(of(&events, "budget")[0]["scope"], "role", "{events:?}");
+    assert!(app.llm.as_ref().unwrap().requests().is_empty());
+    // One budget, whatever case names it.
+    for spelt in ["operator", "Operator", "OPERATOR"] {
+        let (status, read) = budgets::admin(
+            &app,
+            reqwest::Method::GET,
+            &format!("/role/{spelt}"),
+            &admin_token,
+            None,
+        )
+        .await;
+        assert_eq!(status, 200, "{read}");
+        assert_eq!(read["subject"], "OPERATOR");
+    }
+    let (_, all) = budgets::admin(&app, reqwest::Method::GET, "", &admin_token, None).await;
+    assert_eq!(all.as_array().unwrap().len(), 1, "{all}");
+    // A name no issuer's role could be compared with is refused, not stored.
+    let (status, refused) = budgets::admin(
+        &app,
+        reqwest::Method::PUT,
+        "/role/op%C3%A9rateur",
+        &admin_token,
+        Some(json!({ "window": "daily", "max_tokens": 10 })),
+    )
+    .await;
+    assert_eq!(status, 400, "{refused}");
+    // Removed in another case, it no longer applies.
+    let (status, _) = budgets::admin(
+        &app,
+        reqwest::Method::DELETE,
+        "/role/Operator",
+        &admin_token,
+        None,
+    )
+    .await;
+    assert_eq!(status, 204);
+    let events = app
+        .ask(&operator, "How many tables?", None)
+        .await
+        .rest()
+        .await;
+    assert_eq!(budgets::finish(&events), "stop", "{events:?}");
+}
+
+crate::on_both_databases!(a_role_budget_in_another_case_applies);
