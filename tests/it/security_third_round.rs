@@ -10,8 +10,8 @@ use maitred_scripted_llm::Turn;
 use serde_json::json;
 use tokio_util::sync::CancellationToken;
 
-use crate::budgets;
 use crate::helpers::{Database, of, test_settings};
+use crate::{budgets, openai_api};
 
 /// An identity file with one user and one client, as production mode needs.
 fn identity_file(dir: &std::path::Path) -> IdentityFile {
@@ -193,3 +193,53 @@ async fn a_role_budget_in_another_case_applies(database: &Database) {
 }
 
 crate::on_both_databases!(a_role_budget_in_another_case_applies);
+
+/// Finding 8, the budget on `/v1/chat/completions`: a spent budget was answered 502,
+/// which the OpenAI SDKs retry at once (and again, and again). It is a 429 with
+/// `Retry-After` until the budget's window renews, as on `/v1/responses`, and
+/// streamed the same refusal is a rate limit too.
+async fn a_spent_budget_on_chat_completions_is_a_429_with_retry_after(database: &Database) {
+    let app = budgets::app(
+        database,
+        Turn::text("Here you are.").usage(budgets::PROMPT as u32, budgets::COMPLETION as u32),
+    )
+    .await;
+    let admin_token = budgets::token_of(&app, "admin").await;
+    let user = budgets::token_of(&app, "user").await;
+    budgets::set_budget(
+        &app,
+        &admin_token,
+        "/person/*",
+        json!({ "window": "daily", "max_tokens": 10 }),
+    )
+    .await;
+    let question = json!({
+        "model": "maitred",
+        "messages": [{ "role": "user", "content": "How many tables?" }],
+    });
+    // An SDK retries a 5xx by itself; asked again and again, it stays a 429.
+    for _ in 0..3 {
+        let spent = openai_api::post(&app, Some(&user), &question).await;
+        let retry_after: u64 = spent.headers()["retry-after"]
+            .to_str()
+            .unwrap()
+            .parse()
+            .unwrap();
+        // Until the next UTC midnight: within a day.
+        assert!((1..=86_400).contains(&retry_after), "{retry_after}");
+        let error = openai_api::error(spent, 429).await;
+        assert_eq!(error["code"], "rate_limit_exceeded", "{error}");
+        assert_eq!(error["type"], "requests", "{error}");
+    }
+    let mut streamed = question.clone();
+    streamed["stream"] = json!(true);
+    let chunks = openai_api::chunks(openai_api::post(&app, Some(&user), &streamed).await).await;
+    let error = chunks
+        .iter()
+        .find_map(|c| c.get("error"))
+        .unwrap_or_else(|| panic!("no error in {chunks:?}"));
+    assert_eq!(error["code"], "rate_limit_exceeded", "{error}");
+    assert!(app.llm.as_ref().unwrap().requests().is_empty());
+}
+
+crate::on_both_databases!(a_spent_budget_on_chat_completions_is_a_429_with_retry_after);
