@@ -4,13 +4,16 @@
 //! leeway of delegated tokens. Each is performed as an attacker would, and shown to
 //! fail.
 
+use std::time::Duration;
+
 use maitred::app::{App, Role};
 use maitred::settings::{GatewayFile, IdentityFile, Mode, Settings, plain_http_origin, sqlite_url};
 use maitred_scripted_llm::Turn;
 use serde_json::json;
 use tokio_util::sync::CancellationToken;
 
-use crate::helpers::{Database, of, test_settings};
+use crate::helpers::{Database, TestApp, of, test_settings};
+use crate::token_exchange::{claims_of, exchange_as, person_tokens, signed};
 use crate::{budgets, openai_api};
 
 /// An identity file with one user and one client, as production mode needs.
@@ -243,3 +246,55 @@ async fn a_spent_budget_on_chat_completions_is_a_429_with_retry_after(database: 
 }
 
 crate::on_both_databases!(a_spent_budget_on_chat_completions_is_a_429_with_retry_after);
+
+/// Finding 8, delegated tokens' leeway: a token the MCP role got by exchange was
+/// taken by the backend 30 s past its `exp`, beyond the short life the issuer gave
+/// it (`MAITRED_DELEGATED_TOKEN_TTL`). It is refused the second its `exp` passes;
+/// a token without `act` keeps the clock-skew leeway.
+async fn a_delegated_token_is_refused_once_its_exp_has_passed(database: &Database) {
+    let app = TestApp::spawn_with(database, |s| {
+        s.identity.delegated_token_ttl = Duration::from_secs(1);
+    })
+    .await;
+    let person = person_tokens(&app, "operator", "openid profile chat.read chat.write").await;
+    let (status, hop1) = exchange_as(
+        &app,
+        "maitred-gateway",
+        person["access_token"].as_str().unwrap(),
+        &[],
+    )
+    .await;
+    assert_eq!(status, 200, "{hop1}");
+    let (status, hop2) = exchange_as(
+        &app,
+        "maitred-mcp",
+        hop1["access_token"].as_str().unwrap(),
+        &[],
+    )
+    .await;
+    assert_eq!(status, 200, "{hop2}");
+    let delegated = hop2["access_token"].as_str().unwrap();
+    let exp = claims_of(delegated)["exp"].as_i64().unwrap();
+    assert!(!claims_of(delegated)["act"].is_null());
+    assert_eq!(app.get("/customers?limit=1", delegated).await.status(), 200);
+    // Past its exp, well inside the 30 s other tokens get.
+    let past = exp + 2 - chrono::Utc::now().timestamp();
+    tokio::time::sleep(Duration::from_secs(u64::try_from(past.max(0)).unwrap())).await;
+    let refused = app.get("/customers?limit=1", delegated).await;
+    assert_eq!(refused.status(), 401);
+    let challenge = refused.headers()["www-authenticate"].to_str().unwrap();
+    assert!(challenge.contains("invalid_token"), "{challenge}");
+    // The MCP role's own token, as old, is still inside the leeway.
+    let now = chrono::Utc::now().timestamp();
+    let own = signed(
+        &app,
+        &json!({"iss": app.url, "sub": "maitred-mcp", "client_id": "maitred-mcp",
+                "aud": app.settings.backend_resource(), "exp": now - 3, "iat": now - 300,
+                "scope": "backend.read"}),
+    )
+    .await;
+    assert_eq!(app.get("/customers?limit=1", &own).await.status(), 200);
+    app.stop().await;
+}
+
+crate::on_both_databases!(a_delegated_token_is_refused_once_its_exp_has_passed);
