@@ -12,9 +12,9 @@ use maitred_scripted_llm::Turn;
 use serde_json::json;
 use tokio_util::sync::CancellationToken;
 
-use crate::helpers::{Database, TestApp, of, test_settings};
+use crate::helpers::{Database, Llm, SseReader, TestApp, of, test_settings};
 use crate::token_exchange::{claims_of, exchange_as, person_tokens, signed};
-use crate::{budgets, openai_api};
+use crate::{budgets, observability, openai_api};
 
 /// An identity file with one user and one client, as production mode needs.
 fn identity_file(dir: &std::path::Path) -> IdentityFile {
@@ -298,3 +298,120 @@ async fn a_delegated_token_is_refused_once_its_exp_has_passed(database: &Databas
 }
 
 crate::on_both_databases!(a_delegated_token_is_refused_once_its_exp_has_passed);
+
+/// The attacker's trace: its id chosen, and not sampled.
+const FORGED: &str = "00-4bf92f3577b34da6a3ce929d0e0e4736-00f067aa0ba902b7-00";
+
+/// Finding 4: any client picked its trace id and, with a `-00` flag, kept a whole
+/// question out of the collector. Behind the deployment's proxy (loopback here,
+/// trusted for `X-Forwarded-For`), a client from outside starts a new trace, recorded,
+/// at the gateway and at the MCP role (header and `_meta` alike); the roles' own
+/// calls to each other still continue one trace, and a trusted caller's is
+/// continued as before.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn an_outside_caller_neither_picks_the_trace_nor_turns_it_off() {
+    use maitred::trace_context::{TRACEPARENT, TraceContext};
+    use maitred_scripted_llm::{Script, ToolCallSpec};
+
+    let forged = TraceContext::parse(FORGED).unwrap();
+    let (backend, seen) = observability::recording_backend().await;
+    let script = Script::new([
+        Turn::tool_calls([ToolCallSpec::new("t1", "resos__getTables", "{}")]),
+        Turn::text("The tables are unavailable."),
+    ]);
+    let app = TestApp::spawn_chat(&Database::Sqlite, Llm::Scripted(script), |s| {
+        s.mcp.backend_url = backend;
+        s.trusted_proxies = maitred::http::client_ip::TrustedProxies::parse(
+            &["127.0.0.1".to_owned(), "::1".to_owned()],
+            Default::default(),
+        )
+        .unwrap();
+    })
+    .await;
+    let outside = "203.0.113.9";
+
+    // A question from outside: a new, recorded trace, the same from the gateway to
+    // the backend.
+    let token = app.chat_token().await;
+    let response = app
+        .http
+        .post(format!("{}/api/v1/resos/stream/chat", app.gateway_url))
+        .bearer_auth(&token)
+        .header(TRACEPARENT, FORGED)
+        .header("x-forwarded-for", outside)
+        .json(&json!({ "question": "Tables?" }))
+        .send()
+        .await
+        .unwrap();
+    let served = observability::served_by(&response);
+    assert_ne!(served.trace_id(), forged.trace_id());
+    assert!(served.sampled(), "a -00 from outside switches nothing off");
+    let events = SseReader::new(response).rest().await;
+    assert_eq!(events.last().unwrap().data["finish_reason"], "stop");
+    let sent = observability::received(&seen);
+    assert!(!sent.is_empty(), "the backend was called");
+    for trace in &sent {
+        assert_eq!(
+            trace.trace_id(),
+            served.trace_id(),
+            "one question, one trace"
+        );
+        assert!(trace.sampled());
+    }
+
+    // Any endpoint of any role, unauthenticated.
+    for base in [&app.gateway_url, &app.url] {
+        let response = app
+            .http
+            .get(format!("{base}/healthz"))
+            .header(TRACEPARENT, FORGED)
+            .header("x-forwarded-for", outside)
+            .send()
+            .await
+            .unwrap();
+        let served = observability::served_by(&response);
+        assert_ne!(served.trace_id(), forged.trace_id(), "{base}");
+        assert!(served.sampled(), "{base}");
+    }
+
+    // An MCP client from outside, by header or by `_meta`.
+    let mcp_token = app.token("maitred-gateway", &[]).await;
+    let client = observability::connect(
+        &app,
+        &mcp_token,
+        std::collections::HashMap::from([
+            ("traceparent".to_owned(), FORGED.to_owned()),
+            ("x-forwarded-for".to_owned(), outside.to_owned()),
+        ]),
+    )
+    .await;
+    observability::call(&client, "getTables", Some(FORGED)).await;
+    observability::call(&client, "getTables", None).await;
+    let sent = observability::received(&seen);
+    assert_eq!(sent.len(), 2, "{sent:?}");
+    for trace in &sent {
+        assert_ne!(trace.trace_id(), forged.trace_id());
+        assert!(trace.sampled());
+    }
+    client.cancel().await.unwrap();
+
+    // A trusted caller (here: on this machine, no proxy in between) is continued,
+    // its sampling decision too.
+    let response = app
+        .http
+        .get(format!("{}/healthz", app.gateway_url))
+        .header(TRACEPARENT, FORGED)
+        .send()
+        .await
+        .unwrap();
+    let served = observability::served_by(&response);
+    assert_eq!(served.trace_id(), forged.trace_id());
+    assert!(!served.sampled());
+    let trusted = observability::connect(&app, &mcp_token, std::collections::HashMap::new()).await;
+    observability::call(&trusted, "getTables", Some(FORGED)).await;
+    let sent = observability::received(&seen);
+    assert_eq!(sent.len(), 1, "{sent:?}");
+    assert_eq!(sent[0].trace_id(), forged.trace_id());
+    trusted.cancel().await.unwrap();
+    app.stop().await;
+}

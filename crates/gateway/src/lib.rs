@@ -534,7 +534,12 @@ pub async fn router(
     ));
     let router = http::health::routes(http::health::database(db)).merge(api);
     Ok((
-        http::middleware::wrap(router, &state.metrics, &settings.trusted_proxies),
+        http::middleware::wrap(
+            router,
+            &state.metrics,
+            &settings.trusted_proxies,
+            &settings.trace_callers,
+        ),
         state,
     ))
 }

@@ -42,7 +42,7 @@ pub use urls::{
     Endpoint, InsecureUrl, UrlPolicy, normalize_url, origin, plain_http_origin, sqlite_url,
 };
 
-use crate::http::client_ip::TrustedProxies;
+use crate::http::client_ip::{TraceCallers, TrustedProxies};
 use crate::issuer::Issuer;
 
 /// The API's path prefix; with the backend's public URL it is the backend's audience.
@@ -73,6 +73,8 @@ pub struct Settings {
     pub bind: IpAddr,
     /// Reverse proxies believed about the client's address.
     pub trusted_proxies: TrustedProxies,
+    /// Callers whose `traceparent` is continued; others start a new trace.
+    pub trace_callers: TraceCallers,
     /// Origins (`http://backend:8080`) that production mode lets carry tokens over
     /// plain http: services inside the deployment's own network, acknowledged one by
     /// one (`MAITRED_PLAIN_HTTP_ORIGINS`).
@@ -290,6 +292,7 @@ impl Settings {
             database_url: database_url.into(),
             bind: std::net::Ipv4Addr::LOCALHOST.into(),
             trusted_proxies: TrustedProxies::default(),
+            trace_callers: TraceCallers::default(),
             plain_http_origins: Vec::new(),
             timeouts: HttpTimeouts::default(),
             identity: IdentitySettings::default(),
