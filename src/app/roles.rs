@@ -57,7 +57,12 @@ pub async fn backend_router(
         banner = dev_banner;
     }
     Ok((
-        http::middleware::wrap(router, &metrics, &settings.trusted_proxies),
+        http::middleware::wrap(
+            router,
+            &metrics,
+            &settings.trusted_proxies,
+            &settings.trace_callers,
+        ),
         banner,
     ))
 }

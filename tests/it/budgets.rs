@@ -16,7 +16,7 @@ use crate::token_exchange::person_tokens;
 pub(crate) const PROMPT: u64 = 100;
 pub(crate) const COMPLETION: u64 = 20;
 
-async fn app(database: &Database, turn: Turn) -> TestApp {
+pub(crate) async fn app(database: &Database, turn: Turn) -> TestApp {
     TestApp::spawn_chat(database, Llm::Scripted(Script::repeat(turn)), |s| {
         s.gateway.file.prices.insert(
             "scripted".to_owned(),
@@ -33,7 +33,7 @@ async fn app(database: &Database, turn: Turn) -> TestApp {
     .await
 }
 
-async fn token_of(app: &TestApp, username: &str) -> String {
+pub(crate) async fn token_of(app: &TestApp, username: &str) -> String {
     person_tokens(app, username, "openid profile chat.read chat.write").await["access_token"]
         .as_str()
         .unwrap()
@@ -56,7 +56,7 @@ impl<'a> From<&'a TestApp> for At<'a> {
     }
 }
 
-async fn admin(
+pub(crate) async fn admin(
     at: impl Into<At<'_>>,
     method: reqwest::Method,
     path: &str,
@@ -79,7 +79,7 @@ async fn admin(
     (status, response.json().await.unwrap_or(Value::Null))
 }
 
-async fn set_budget(at: impl Into<At<'_>>, admin_token: &str, path: &str, body: Value) {
+pub(crate) async fn set_budget(at: impl Into<At<'_>>, admin_token: &str, path: &str, body: Value) {
     let (status, set) = admin(at, reqwest::Method::PUT, path, admin_token, Some(body)).await;
     assert_eq!(status, 200, "{set}");
 }
@@ -97,7 +97,7 @@ async fn ledger(at: impl Into<At<'_>>, admin_token: &str, query: &str) -> Value 
     ledger
 }
 
-fn finish(events: &[SseEvent]) -> String {
+pub(crate) fn finish(events: &[SseEvent]) -> String {
     of(events, "done")[0]["finish_reason"]
         .as_str()
         .unwrap()

@@ -62,6 +62,7 @@ mod security_identity;
 mod security_redirect;
 mod security_refresh;
 mod security_resume;
+mod security_third_round;
 mod security_timeouts;
 mod shutdown;
 mod streams;

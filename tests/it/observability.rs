@@ -22,7 +22,7 @@ use serde_json::json;
 use crate::helpers::{Database, Llm, SseReader, TestApp, serve};
 use crate::on_both_databases;
 
-type Client = RunningService<RoleClient, ClientConfig>;
+pub(crate) type Client = RunningService<RoleClient, ClientConfig>;
 
 const CALLER: &str = "00-4bf92f3577b34da6a3ce929d0e0e4736-00f067aa0ba902b7-01";
 
@@ -83,7 +83,11 @@ async fn scrape(http: &reqwest::Client, base: &str) -> Vec<Sample> {
     parse(&text)
 }
 
-async fn connect(app: &TestApp, token: &str, headers: HashMap<String, String>) -> Client {
+pub(crate) async fn connect(
+    app: &TestApp,
+    token: &str,
+    headers: HashMap<String, String>,
+) -> Client {
     let headers = headers
         .into_iter()
         .map(|(k, v)| (k.parse().unwrap(), v.parse().unwrap()))
@@ -110,7 +114,7 @@ async fn connect(app: &TestApp, token: &str, headers: HashMap<String, String>) -
     .expect("connect to the MCP server")
 }
 
-async fn call(client: &Client, tool: &str, traceparent: Option<&str>) -> CallToolResult {
+pub(crate) async fn call(client: &Client, tool: &str, traceparent: Option<&str>) -> CallToolResult {
     let mut params = CallToolRequestParams::new(tool.to_owned())
         .with_arguments(json!({ "limit": 1 }).as_object().cloned().unwrap());
     if let Some(traceparent) = traceparent {
@@ -289,7 +293,7 @@ async fn every_role_serves_its_metrics(database: &Database) {
 }
 
 /// A stand-in backend that records each request's `traceparent` and answers 503.
-async fn recording_backend() -> (String, Arc<Mutex<Vec<Option<String>>>>) {
+pub(crate) async fn recording_backend() -> (String, Arc<Mutex<Vec<Option<String>>>>) {
     let seen = Arc::new(Mutex::new(Vec::new()));
     let app = Router::new().fallback({
         let seen = seen.clone();
@@ -306,7 +310,7 @@ async fn recording_backend() -> (String, Arc<Mutex<Vec<Option<String>>>>) {
 }
 
 /// What the stand-in backend received since the last look, parsed.
-fn received(seen: &Mutex<Vec<Option<String>>>) -> Vec<TraceContext> {
+pub(crate) fn received(seen: &Mutex<Vec<Option<String>>>) -> Vec<TraceContext> {
     seen.lock()
         .unwrap()
         .drain(..)
@@ -397,7 +401,7 @@ on_both_databases!(
 );
 
 /// The span of `response` in the trace, from its `traceresponse` header.
-fn served_by(response: &reqwest::Response) -> TraceContext {
+pub(crate) fn served_by(response: &reqwest::Response) -> TraceContext {
     let value = response.headers()[TRACERESPONSE.as_str()].to_str().unwrap();
     TraceContext::parse(value).unwrap_or_else(|| panic!("invalid traceresponse {value}"))
 }
@@ -459,10 +463,19 @@ async fn handlers_read_the_requests_trace_context() {
         ),
         &Metrics::new(),
         &Default::default(),
+        &Default::default(),
     );
-    let url = format!("{}/trace", serve(router).await);
-    let response = maitred::http_client::new()
-        .unwrap()
+    // Served as the roles are: with the peer's address, here a trusted one (loopback).
+    let listener = tokio::net::TcpListener::bind((std::net::Ipv4Addr::LOCALHOST, 0))
+        .await
+        .unwrap();
+    let url = format!("http://{}/trace", listener.local_addr().unwrap());
+    let with_peers = router
+        .clone()
+        .into_make_service_with_connect_info::<std::net::SocketAddr>();
+    tokio::spawn(async move { axum::serve(listener, with_peers).await.unwrap() });
+    let http = maitred::http_client::new().unwrap();
+    let response = http
         .get(&url)
         .header("traceparent", CALLER)
         .send()
@@ -475,6 +488,20 @@ async fn handlers_read_the_requests_trace_context() {
         body,
         format!("{} Some({:?})", span.header_value(), caller.span_id()),
         "the handler sees the request's own span, a child of the caller's"
+    );
+    // Served without the peer's address, no caller can be vouched for: a new trace.
+    let anonymous = format!("{}/trace", serve(router).await);
+    let response = http
+        .get(&anonymous)
+        .header("traceparent", CALLER)
+        .send()
+        .await
+        .unwrap();
+    let span = served_by(&response);
+    assert_ne!(span.trace_id(), caller.trace_id());
+    assert_eq!(
+        response.text().await.unwrap(),
+        format!("{} None", span.header_value())
     );
 }
 

@@ -22,7 +22,7 @@ fn table_script() -> Script {
     ])
 }
 
-async fn post(app: &TestApp, token: Option<&str>, body: &Value) -> reqwest::Response {
+pub(crate) async fn post(app: &TestApp, token: Option<&str>, body: &Value) -> reqwest::Response {
     let mut request = app
         .http
         .post(format!("{}/v1/chat/completions", app.gateway_url))
@@ -34,7 +34,7 @@ async fn post(app: &TestApp, token: Option<&str>, body: &Value) -> reqwest::Resp
 }
 
 /// Every `data:` of a stream, up to and including `[DONE]`.
-async fn chunks(response: reqwest::Response) -> Vec<Value> {
+pub(crate) async fn chunks(response: reqwest::Response) -> Vec<Value> {
     assert_eq!(response.status(), 200);
     assert_eq!(response.headers()["content-type"], "text/event-stream");
     let mut reader = SseReader::new(response);
@@ -61,7 +61,7 @@ fn content(chunks: &[Value]) -> String {
 }
 
 /// The error envelope, with every field OpenAI's has.
-async fn error(response: reqwest::Response, status: u16) -> Value {
+pub(crate) async fn error(response: reqwest::Response, status: u16) -> Value {
     assert_eq!(response.status(), status);
     let body: Value = response.json().await.unwrap();
     let error = body["error"].clone();

@@ -172,6 +172,24 @@ pub struct CommonArgs {
     )]
     pub forwarded_header: ForwardedHeader,
 
+    /// Callers whose W3C traceparent is continued, comma-separated addresses or CIDR
+    /// networks: the roles of this deployment calling each other. Anyone else's
+    /// request starts a new trace (theirs kept as a link). Empty: nobody.
+    #[arg(
+        long,
+        env = "MAITRED_TRUSTED_TRACE_CALLERS",
+        value_delimiter = ',',
+        default_value = defaults::TRUSTED_TRACE_CALLERS
+    )]
+    pub trusted_trace_callers: Vec<String>,
+
+    /// Production mode: plain-http origins that may still carry tokens,
+    /// comma-separated (e.g. http://backend:8080,http://mcp:8082): services inside
+    /// the deployment's own network only. Every other URL that carries a token must
+    /// be https or loopback.
+    #[arg(long, env = "MAITRED_PLAIN_HTTP_ORIGINS", value_delimiter = ',')]
+    pub plain_http_origins: Vec<String>,
+
     #[command(flatten)]
     pub timeouts: TimeoutArgs,
 }

@@ -1,6 +1,10 @@
 //! Where an OAuth issuer is. Tokens name its public URL (`iss`); inside a deployment
 //! the roles may have to reach it at another address (a container name), so URLs
-//! from its metadata are rewritten onto that address.
+//! from its metadata are rewritten onto that address, and checked against the
+//! deployment's [`UrlPolicy`] (production mode sends no token over plain http to
+//! an address the operator did not acknowledge, whatever the metadata says).
+
+use crate::settings::{InsecureUrl, UrlPolicy};
 
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Issuer {
@@ -8,13 +12,26 @@ pub struct Issuer {
     pub public: String,
     /// Where this process fetches metadata, keys and tokens.
     pub internal: String,
+    /// Which URLs from its metadata may be used.
+    pub policy: UrlPolicy,
 }
 
 impl Issuer {
     pub fn new(public: impl Into<String>, internal: Option<&str>) -> Self {
         let public = public.into();
         let internal = internal.map_or_else(|| public.clone(), str::to_owned);
-        Self { public, internal }
+        Self {
+            public,
+            internal,
+            policy: UrlPolicy::permissive(),
+        }
+    }
+
+    /// The same issuer, its metadata's URLs held to `policy`.
+    #[must_use]
+    pub fn with_policy(mut self, policy: UrlPolicy) -> Self {
+        self.policy = policy;
+        self
     }
 
     /// The two well-known metadata documents, at the internal address.
@@ -31,6 +48,14 @@ impl Issuer {
             Some(rest) if self.public != self.internal => format!("{}{rest}", self.internal),
             _ => url.to_owned(),
         }
+    }
+
+    /// A URL from the issuer's metadata (`what`: which one), moved onto the internal
+    /// address, if the policy lets tokens travel there.
+    pub fn endpoint(&self, what: &str, url: &str) -> Result<String, InsecureUrl> {
+        let url = self.internalize(url);
+        self.policy.check(what, &url)?;
+        Ok(url)
     }
 }
 

@@ -44,7 +44,9 @@ pub async fn discover_token_url(http: &reqwest::Client, issuer: &Issuer) -> anyh
         })?;
         if response.status().is_success() {
             let metadata = response.json::<Metadata>().await?;
-            return Ok(issuer.internalize(&metadata.token_endpoint));
+            return issuer
+                .endpoint("the issuer's token_endpoint", &metadata.token_endpoint)
+                .map_err(Into::into);
         }
         last_error = Some(anyhow!("GET {url}: HTTP {}", response.status()));
     }
@@ -284,6 +286,89 @@ mod tests {
         }
         assert_eq!(issued.load(Ordering::SeqCst), 1);
         assert_eq!(tokens.token().await.unwrap(), "token-1", "cached");
+    }
+
+    /// An issuer (on loopback, so its own URL is fine) whose metadata sends the
+    /// token requests to `token_endpoint`.
+    async fn issuer_naming(token_endpoint: String) -> String {
+        let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+        let url = format!("http://{}", listener.local_addr().unwrap());
+        let metadata = json!({ "issuer": url, "token_endpoint": token_endpoint });
+        let app = axum::Router::new().route(
+            "/.well-known/openid-configuration",
+            axum::routing::get(move || async move { axum::Json(metadata) }),
+        );
+        tokio::spawn(async move { axum::serve(listener, app).await.unwrap() });
+        url
+    }
+
+    /// Finding 1 of issue 37, at run time: an issuer's metadata names a plain-http
+    /// token endpoint on another host. In production the gateway's client secret and
+    /// a person's token would be posted there in the clear; neither a token request
+    /// nor an exchange is made. (The sink is this machine reached as `0.0.0.0`, an
+    /// address that is not loopback by its name: it stands for a remote host, and
+    /// shows that without the rule the secrets do arrive.)
+    #[tokio::test]
+    async fn production_posts_no_secret_to_a_plain_http_endpoint_from_metadata() {
+        use crate::delegation::{ExchangeClient, Exchanger};
+        use crate::settings::UrlPolicy;
+
+        let received = Arc::new(AtomicUsize::new(0));
+        let sink = issuer(received.clone()).await;
+        let port = url::Url::parse(&sink).unwrap().port().unwrap();
+        let far = format!("http://0.0.0.0:{port}/token");
+        let url = issuer_naming(far.clone()).await;
+        let sources = |policy: UrlPolicy| {
+            let issuer = Issuer::new(&url, None).with_policy(policy);
+            let own = TokenSource::new(
+                crate::http_client::new().unwrap(),
+                issuer.clone(),
+                ClientCredentials {
+                    token_url: String::new(),
+                    client_id: "gateway".into(),
+                    client_secret: "the-gateway-secret".into(),
+                    scopes: vec![],
+                    resource: None,
+                },
+            );
+            let exchanger = Exchanger::new(
+                crate::http_client::new().unwrap(),
+                issuer,
+                ExchangeClient {
+                    token_url: String::new(),
+                    client_id: "gateway".into(),
+                    client_secret: "the-gateway-secret".into(),
+                    resource: None,
+                    scopes: vec![],
+                },
+            );
+            (own, exchanger)
+        };
+
+        let (own, exchanger) = sources(UrlPolicy::production(&[]));
+        let refused = format!("{:#}", own.token().await.unwrap_err());
+        assert!(
+            refused.contains("token_endpoint") && refused.contains(&far),
+            "{refused}"
+        );
+        let refused = exchanger
+            .token_for("a-persons-access-token")
+            .await
+            .unwrap_err()
+            .to_string();
+        assert!(refused.contains("https"), "{refused}");
+        assert_eq!(received.load(Ordering::SeqCst), 0, "nothing was sent");
+
+        // The operator's acknowledgement of that very origin lets it through.
+        let (own, _) = sources(UrlPolicy::production(&[format!("http://0.0.0.0:{port}")]));
+        assert_eq!(own.token().await.unwrap(), "token-1");
+        // As does dev mode: the refusal above is the rule, not a dead address.
+        let (_, exchanger) = sources(UrlPolicy::permissive());
+        assert_eq!(
+            exchanger.token_for("a-persons-access-token").await.unwrap(),
+            "token-2"
+        );
+        assert_eq!(received.load(Ordering::SeqCst), 2);
     }
 
     #[tokio::test]

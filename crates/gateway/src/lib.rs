@@ -230,6 +230,7 @@ pub async fn router(
             )?,
             connect_timeout: settings.gateway.connect_timeout,
             loopback_http: dev,
+            url_policy: settings.url_policy(),
         },
     );
     // After a key rotation, what older keys sealed is sealed again under the new one.
@@ -535,7 +536,12 @@ pub async fn router(
     ));
     let router = http::health::routes(http::health::database(db)).merge(api);
     Ok((
-        http::middleware::wrap(router, &state.metrics, &settings.trusted_proxies),
+        http::middleware::wrap(
+            router,
+            &state.metrics,
+            &settings.trusted_proxies,
+            &settings.trace_callers,
+        ),
         state,
     ))
 }

@@ -176,11 +176,20 @@ impl Sessions {
                     match self.http.get(&url).send().await {
                         Ok(response) if response.status().is_success() => {
                             let found: Endpoints = response.json().await?;
+                            // The browser goes to the public authorization endpoint;
+                            // the gateway itself talks to the internal token endpoint.
+                            // Both carry secrets (a password, a code and the refresh
+                            // token): production holds them to https.
+                            self.issuer.policy.check(
+                                "the issuer's authorization_endpoint",
+                                &found.authorization_endpoint,
+                            )?;
                             return Ok(Endpoints {
-                                // The browser goes to the public authorization endpoint;
-                                // the gateway itself talks to the internal token endpoint.
                                 authorization_endpoint: found.authorization_endpoint,
-                                token_endpoint: self.issuer.internalize(&found.token_endpoint),
+                                token_endpoint: self.issuer.endpoint(
+                                    "the issuer's token_endpoint",
+                                    &found.token_endpoint,
+                                )?,
                             });
                         }
                         Ok(response) => last = anyhow!("GET {url}: HTTP {}", response.status()),

@@ -207,6 +207,7 @@ pub fn router(
         mcp.merge(discovery).merge(health),
         &metrics,
         &settings.trusted_proxies,
+        &settings.trace_callers,
     ))
 }
 

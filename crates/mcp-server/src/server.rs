@@ -139,9 +139,10 @@ fn idempotency_key(ctx: &RequestContext<RoleServer>) -> Option<String> {
 }
 
 /// The tool call's own span in the trace: a child of the caller's `_meta.traceparent`
-/// when it is valid, else of the HTTP request's span (over stdio: a new trace).
+/// when it is valid and trusted, else of the HTTP request's span (over stdio: a new
+/// trace).
 fn trace(ctx: &RequestContext<RoleServer>) -> TraceContext {
-    let from_meta = ctx.meta.get_traceparent().and_then(TraceContext::parse);
+    let from_meta = crate::spans::meta_traceparent(ctx);
     let from_http = || {
         ctx.extensions
             .get::<axum::http::request::Parts>()

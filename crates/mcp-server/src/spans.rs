@@ -8,8 +8,29 @@ use rmcp::model::JsonObject;
 use rmcp::service::RequestContext;
 use tracing::Span;
 
+use maitred_core::http::middleware::TraceTrust;
 use maitred_core::otel;
 use maitred_core::trace_context::TraceContext;
+
+/// `_meta.traceparent` (SEP-414), valid and from a caller whose trace is continued:
+/// over HTTP, one the common middleware trusts (the gateway of this deployment, not
+/// any MCP client on the internet, which would otherwise pick the trace id and its
+/// sampling); over stdio, the desktop client that started us.
+pub(crate) fn meta_traceparent(ctx: &RequestContext<RoleServer>) -> Option<TraceContext> {
+    let trusted = ctx
+        .extensions
+        .get::<axum::http::request::Parts>()
+        .is_none_or(|parts| {
+            parts
+                .extensions
+                .get::<TraceTrust>()
+                .is_some_and(|trust| trust.0)
+        });
+    if !trusted {
+        return None;
+    }
+    ctx.meta.get_traceparent().and_then(TraceContext::parse)
+}
 
 /// The tool call's span, and its place in the trace (the parent of its backend calls).
 pub(crate) fn tool_call(
@@ -63,11 +84,10 @@ pub(crate) fn tool_call(
     (span, trace)
 }
 
-/// The caller's span: `_meta.traceparent` when it is valid, else the HTTP request's
-/// (over stdio: none).
+/// The caller's span: `_meta.traceparent` when it is valid and the caller is trusted,
+/// else the HTTP request's (over stdio: none).
 fn caller(ctx: &RequestContext<RoleServer>) -> Option<TraceContext> {
-    let from_meta = ctx.meta.get_traceparent().and_then(TraceContext::parse);
-    from_meta.or_else(|| {
+    meta_traceparent(ctx).or_else(|| {
         ctx.extensions
             .get::<axum::http::request::Parts>()
             .and_then(|parts| parts.extensions.get::<TraceContext>())

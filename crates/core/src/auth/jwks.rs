@@ -212,7 +212,17 @@ impl JwksCache {
         };
         for url in self.issuer.metadata_urls() {
             match self.get_json::<IssuerMetadata>(&url).await {
-                Ok(metadata) => return Ok(self.issuer.internalize(&metadata.jwks_uri)),
+                // Keys over plain http could be swapped on the way: held to the
+                // same rule as the URLs that carry tokens.
+                Ok(metadata) => {
+                    return self
+                        .issuer
+                        .endpoint("the issuer's jwks_uri", &metadata.jwks_uri)
+                        .map_err(|refused| FetchError {
+                            message: refused.to_string(),
+                            answered: true,
+                        });
+                }
                 // Unreachable: the other document is on the same host, so don't wait twice.
                 Err(error) if !error.answered => return Err(error),
                 Err(error) => last_error = error,

@@ -1,5 +1,6 @@
 //! Validates bearer JWTs: an allow-listed asymmetric `alg`, a signature by one of the
-//! issuer's keys, the expected `iss` and `aud`, `exp`/`nbf` with a small leeway.
+//! issuer's keys, the expected `iss` and `aud`, `exp`/`nbf` with a small leeway (none
+//! past `exp` for a delegated token).
 
 use jsonwebtoken::errors::ErrorKind;
 use jsonwebtoken::{Algorithm, Validation, decode, decode_header};
@@ -157,11 +158,20 @@ impl TokenVerifier {
 
     pub async fn verify(&self, token: &str) -> Result<Principal, AuthError> {
         let key = Remembered::key(token);
-        if let Some(principal) = self.remembered.get(&key, self.config.leeway_secs) {
-            return Ok(principal);
+        let principal = match self.remembered.get(&key, self.config.leeway_secs) {
+            Some(principal) => principal,
+            None => {
+                let principal = self.check(token).await?;
+                self.remembered.insert(key, principal.clone());
+                principal
+            }
+        };
+        // A delegated token (RFC 8693, with `act`) lives minutes and is exchanged
+        // again by the hop before it runs out: it gets no leeway past its `exp`. The
+        // leeway is for tokens a caller holds for long (clock skew), not for these.
+        if !principal.actors.is_empty() && chrono::Utc::now().timestamp() >= principal.expires_at {
+            return Err(self.invalid("the token has expired"));
         }
-        let principal = self.check(token).await?;
-        self.remembered.insert(key, principal.clone());
         Ok(principal)
     }
 
@@ -387,5 +397,29 @@ mod tests {
             "a remembered token past its exp must be refused as expired: {error:?}"
         );
         assert_eq!(verifier.remembered.len(), 0);
+    }
+
+    /// Issue 37, finding 8: a delegated token (with `act`) was taken 30 s past its
+    /// `exp`, the leeway meant for clock skew; it gets none now, checked afresh or
+    /// remembered. A token without `act` keeps the leeway.
+    #[tokio::test]
+    async fn a_delegated_token_gets_no_leeway_past_its_exp() {
+        let (verifier, sign) = issuer().await;
+        let now = chrono::Utc::now().timestamp();
+        let act = json!({ "sub": "maitred-gateway" });
+        let expired = sign(&json!({ "exp": now - 2, "act": act }));
+        let error = verifier.verify(&expired).await.unwrap_err();
+        assert!(format!("{error:?}").contains("expired"), "{error:?}");
+        let own = sign(&json!({ "exp": now - 2 }));
+        assert_eq!(verifier.verify(&own).await.unwrap().subject, "ann");
+        // Remembered while valid, refused the moment its exp passes.
+        let short = sign(&json!({ "exp": now + 2, "act": act }));
+        assert_eq!(
+            verifier.verify(&short).await.unwrap().actors,
+            ["maitred-gateway"]
+        );
+        tokio::time::sleep(std::time::Duration::from_millis(2100)).await;
+        let error = verifier.verify(&short).await.unwrap_err();
+        assert!(format!("{error:?}").contains("expired"), "{error:?}");
     }
 }

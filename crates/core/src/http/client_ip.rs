@@ -139,6 +139,55 @@ impl TrustedProxies {
     }
 }
 
+/// The callers whose W3C `traceparent` is continued: the roles of this deployment
+/// calling each other (by default, loopback: `maitred all` and a laptop). Anyone
+/// else's request starts a new trace, with theirs kept only as a link, so an outside
+/// caller can neither choose a trace id nor switch recording off with a `-00` flag.
+/// Judged on the request's [`ClientIp`]: behind trusted proxies, the client they
+/// name, never the proxy.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct TraceCallers {
+    nets: Arc<[IpNet]>,
+}
+
+impl Default for TraceCallers {
+    fn default() -> Self {
+        Self {
+            nets: [
+                IpNet::new_assert(IpAddr::V4(Ipv4Addr::new(127, 0, 0, 0)), 8),
+                IpNet::new_assert(IpAddr::V6(std::net::Ipv6Addr::LOCALHOST), 128),
+            ]
+            .into(),
+        }
+    }
+}
+
+impl TraceCallers {
+    /// Addresses and networks; an empty list (or only blank entries) trusts nobody.
+    pub fn parse(entries: &[String]) -> anyhow::Result<Self> {
+        let nets = entries
+            .iter()
+            .map(|entry| entry.trim())
+            .filter(|entry| !entry.is_empty())
+            .map(|entry| {
+                IpNet::from_str(entry)
+                    .or_else(|_| IpAddr::from_str(entry).map(IpNet::from))
+                    .map_err(|_| {
+                        anyhow::anyhow!(
+                            "MAITRED_TRUSTED_TRACE_CALLERS: {entry:?} is neither an IP address nor a CIDR network"
+                        )
+                    })
+            })
+            .collect::<anyhow::Result<Vec<_>>>()?;
+        Ok(Self { nets: nets.into() })
+    }
+
+    pub fn trusts(&self, client: IpAddr) -> bool {
+        let client = client.to_canonical();
+        self.nets.iter().any(|net| net.contains(&client))
+    }
+}
+
 /// The `for=` of one `Forwarded` element (`for=192.0.2.60;proto=http;by=203.0.113.43`).
 fn forwarded_for(element: &str) -> Option<IpAddr> {
     split_unquoted(element, ';').into_iter().find_map(|pair| {

@@ -3,7 +3,7 @@
 use std::time::Duration;
 
 use axum::Router;
-use axum::extract::Request as AxumRequest;
+use axum::extract::{Request as AxumRequest, State};
 use axum::http::{HeaderName, HeaderValue, Request, Response, StatusCode, header};
 use axum::middleware::{Next, from_fn, from_fn_with_state};
 use axum::response::IntoResponse;
@@ -15,7 +15,7 @@ use tower_http::set_header::SetResponseHeaderLayer;
 use tower_http::trace::TraceLayer;
 use tracing::Span;
 
-use super::client_ip::{ClientIp, TrustedProxies};
+use super::client_ip::{ClientIp, TraceCallers, TrustedProxies};
 use super::error::{Envelope, ErrorDetail, INTERNAL_MESSAGE};
 use crate::metrics::Metrics;
 use crate::trace_context::{TRACERESPONSE, TraceContext};
@@ -25,10 +25,21 @@ mod request_id;
 
 pub const REQUEST_ID: HeaderName = HeaderName::from_static("x-request-id");
 
+/// Whether the request's caller is one whose trace context is continued (see
+/// [`TraceCallers`]): a handler that reads another (MCP's `_meta.traceparent`) asks.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct TraceTrust(pub bool);
+
 /// Adds `GET /metrics` (from `metrics`) to `router` and wraps it all in the common
 /// layers, which record every request on `metrics`; `proxies` are the reverse proxies
-/// whose forwarding header names the client.
-pub fn wrap(router: Router, metrics: &Metrics, proxies: &TrustedProxies) -> Router {
+/// whose forwarding header names the client, `tracers` the callers whose trace is
+/// continued.
+pub fn wrap(
+    router: Router,
+    metrics: &Metrics,
+    proxies: &TrustedProxies,
+    tracers: &TraceCallers,
+) -> Router {
     let layers = ServiceBuilder::new()
         // Credentials never reach the logs, whatever layer below logs headers.
         .layer(SetSensitiveHeadersLayer::new([
@@ -40,14 +51,15 @@ pub fn wrap(router: Router, metrics: &Metrics, proxies: &TrustedProxies) -> Rout
         // is a plain, short id, or mint one.
         .layer(from_fn(request_id::drop_unacceptable))
         .layer(SetRequestIdLayer::new(REQUEST_ID, MakeRequestUuid))
-        // Continue the caller's trace (W3C traceparent) or start one, before the span
-        // is made: every log line of the request carries its trace id.
-        .layer(from_fn(trace_context))
-        // Before the span is made, so the access log names the client, not the proxy.
+        // Before the span is made, so the access log names the client, not the proxy;
+        // and before the trace is chosen, which depends on who the client is.
         .layer(from_fn_with_state(
             proxies.clone(),
             super::client_ip::resolve,
         ))
+        // Continue a trusted caller's trace (W3C traceparent) or start one, before the
+        // span is made: every log line of the request carries its trace id.
+        .layer(from_fn_with_state(tracers.clone(), trace_context))
         .layer(
             TraceLayer::new_for_http()
                 .make_span_with(|request: &Request<_>| {
@@ -121,15 +133,35 @@ pub fn wrap(router: Router, metrics: &Metrics, proxies: &TrustedProxies) -> Rout
 }
 
 /// Puts this request's span in the trace into the request's extensions (handlers
-/// take it as a [`TraceContext`] extractor): a child of a valid incoming
-/// `traceparent`, else a new trace. The response names that span in `traceresponse`.
-async fn trace_context(mut request: AxumRequest, next: Next) -> axum::response::Response {
-    let caller = TraceContext::from_headers(request.headers());
+/// take it as a [`TraceContext`] extractor): from a trusted caller, a child of a valid
+/// incoming `traceparent`; else a new trace, recorded, with the caller's span kept as
+/// a link (an outside caller neither picks the trace id nor turns recording off).
+/// The response names that span in `traceresponse`.
+async fn trace_context(
+    State(tracers): State<TraceCallers>,
+    mut request: AxumRequest,
+    next: Next,
+) -> axum::response::Response {
+    let offered = TraceContext::from_headers(request.headers());
+    // No address (served without connect info): nobody to trust.
+    let trusted = request
+        .extensions()
+        .get::<ClientIp>()
+        .is_some_and(|client| tracers.trusts(client.0));
+    let (caller, linked) = if trusted {
+        (offered, None)
+    } else {
+        (None, offered)
+    };
     let trace = caller.map_or_else(TraceContext::new_root, |caller| caller.child());
     request.extensions_mut().insert(trace);
+    request.extensions_mut().insert(TraceTrust(trusted));
     request
         .extensions_mut()
         .insert(otel_request::Caller(caller));
+    request
+        .extensions_mut()
+        .insert(otel_request::Linked(linked));
     let mut response = next.run(request).await;
     // The span that served it: ours, or the exported one (`own_trace` put it there).
     let served = response

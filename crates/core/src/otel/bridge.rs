@@ -56,6 +56,27 @@ pub fn continue_trace(
         .unwrap_or_else(fallback)
 }
 
+/// Links `span` to `other`, a span of another trace (an outside caller's, which is
+/// not continued): the collector shows where the request came from without letting
+/// the caller decide this trace's id or sampling.
+pub fn link(span: &Span, other: TraceContext) {
+    if !enabled() {
+        return;
+    }
+    let flags = if other.sampled() {
+        TraceFlags::SAMPLED
+    } else {
+        TraceFlags::default()
+    };
+    span.add_link(SpanContext::new(
+        TraceId::from_bytes(other.trace_id().to_bytes()),
+        SpanId::from_bytes(other.span_id().to_bytes()),
+        flags,
+        true,
+        TraceState::default(),
+    ));
+}
+
 /// The exported span's position in the trace; `None` with traces off.
 pub fn trace_of(span: &Span) -> Option<TraceContext> {
     if !enabled() {

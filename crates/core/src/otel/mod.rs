@@ -22,7 +22,7 @@ use tracing_subscriber::Layer;
 use tracing_subscriber::filter::filter_fn;
 use tracing_subscriber::registry::LookupSpan;
 
-pub use bridge::{continue_trace, set_attribute, set_strings, trace_of};
+pub use bridge::{continue_trace, link, set_attribute, set_strings, trace_of};
 pub use export::Exporter;
 
 /// The role whose server a span's work belongs to, in its OpenTelemetry context.

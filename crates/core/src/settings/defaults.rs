@@ -28,6 +28,8 @@ pub const BODY_READ_TIMEOUT: Duration = Duration::from_secs(30);
 /// take (calls between the roles time out after 30 s); event streams are exempt.
 pub const REQUEST_TIMEOUT: Duration = Duration::from_secs(60);
 pub const AUTH_RATE_LIMIT_PER_MINUTE: u32 = 120;
+/// Loopback: the roles of `maitred all` calling each other (and a laptop's own tools).
+pub const TRUSTED_TRACE_CALLERS: &str = "127.0.0.0/8,::1";
 pub const ACCESS_TOKEN_TTL: Duration = Duration::from_secs(900);
 /// A delegated (token exchange) token's longest life: how long a person whose login
 /// was revoked may still reach the tools through one already issued.

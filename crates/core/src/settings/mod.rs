@@ -38,9 +38,11 @@ pub use identity_file::IdentityFile;
 pub use llm::{GroundingMode, LlmSettings, ModelProfile, ToolCallMode};
 pub use resolve::RoleArgs;
 pub use timeouts::HttpTimeouts;
-pub use urls::{Endpoint, normalize_url, origin, sqlite_url};
+pub use urls::{
+    Endpoint, InsecureUrl, UrlPolicy, normalize_url, origin, plain_http_origin, sqlite_url,
+};
 
-use crate::http::client_ip::TrustedProxies;
+use crate::http::client_ip::{TraceCallers, TrustedProxies};
 use crate::issuer::Issuer;
 
 /// The API's path prefix; with the backend's public URL it is the backend's audience.
@@ -71,6 +73,12 @@ pub struct Settings {
     pub bind: IpAddr,
     /// Reverse proxies believed about the client's address.
     pub trusted_proxies: TrustedProxies,
+    /// Callers whose `traceparent` is continued; others start a new trace.
+    pub trace_callers: TraceCallers,
+    /// Origins (`http://backend:8080`) that production mode lets carry tokens over
+    /// plain http: services inside the deployment's own network, acknowledged one by
+    /// one (`MAITRED_PLAIN_HTTP_ORIGINS`).
+    pub plain_http_origins: Vec<String>,
     /// How long slow clients may hold a connection, in every role.
     pub timeouts: HttpTimeouts,
     pub identity: IdentitySettings,
@@ -288,6 +296,8 @@ impl Settings {
             database_url: database_url.into(),
             bind: std::net::Ipv4Addr::LOCALHOST.into(),
             trusted_proxies: TrustedProxies::default(),
+            trace_callers: TraceCallers::default(),
+            plain_http_origins: Vec::new(),
             timeouts: HttpTimeouts::default(),
             identity: IdentitySettings::default(),
             mcp: McpSettings::new(mcp, &backend, &gateway),
@@ -342,6 +352,15 @@ impl Settings {
     /// The issuer, with where this process reaches it.
     pub fn issuer_location(&self) -> Issuer {
         Issuer::new(self.issuer(), self.identity.internal_url.as_deref())
+            .with_policy(self.url_policy())
+    }
+
+    /// Which URLs may carry tokens, here and in what is discovered at run time.
+    pub fn url_policy(&self) -> UrlPolicy {
+        match self.mode {
+            Mode::Dev => UrlPolicy::permissive(),
+            Mode::Production => UrlPolicy::production(&self.plain_http_origins),
+        }
     }
 
     pub fn builtin_identity(&self) -> bool {
@@ -419,8 +438,47 @@ impl Settings {
                     );
                 }
             }
+            let policy = self.url_policy();
+            for (what, url) in self.token_carriers() {
+                policy.check(&what, &url)?;
+            }
         }
         Ok(())
+    }
+
+    /// Every configured URL a token or client secret is sent to: where the roles reach
+    /// the issuer, each other, and the gateway's MCP servers and their issuers. (A
+    /// `user_oauth` server's authorization server is discovered at run time and
+    /// checked then.)
+    fn token_carriers(&self) -> Vec<(String, String)> {
+        let mut urls = vec![(
+            "MAITRED_MCP_BACKEND_URL".to_owned(),
+            self.mcp.backend_url.clone(),
+        )];
+        if let Some(url) = &self.identity.internal_url {
+            urls.push(("MAITRED_ISSUER_INTERNAL_URL".to_owned(), url.clone()));
+        }
+        if let Some(url) = &self.gateway.mcp_url {
+            urls.push(("MAITRED_GATEWAY_MCP_URL".to_owned(), url.clone()));
+        }
+        for server in &self.gateway.file.mcp_servers {
+            let name = &server.name;
+            urls.push((format!("MCP server {name}: url"), server.url.clone()));
+            if let mcp_servers::AuthConfig::ClientCredentials(auth)
+            | mcp_servers::AuthConfig::TokenExchange(auth) = &server.auth
+            {
+                if let Some(issuer) = &auth.issuer {
+                    urls.push((format!("MCP server {name}: auth.issuer"), issuer.clone()));
+                }
+                if let Some(token_url) = &auth.token_url {
+                    urls.push((
+                        format!("MCP server {name}: auth.token_url"),
+                        token_url.clone(),
+                    ));
+                }
+            }
+        }
+        urls
     }
 }
 
@@ -520,6 +578,105 @@ mod tests {
         settings.mode = Mode::Dev;
         settings.gateway.llm = Some(model("http://api.example.com/v1"));
         assert!(settings.check().is_ok());
+    }
+
+    /// Every URL a person's or the gateway's token travels to: in production, plain
+    /// http is refused for each unless it is loopback or its origin was acknowledged.
+    #[test]
+    fn production_refuses_plain_http_for_every_url_that_carries_tokens() {
+        let servers = |url: &str, auth: &str| {
+            toml::from_str::<GatewayFile>(&format!(
+                "[[mcp_servers]]\nname = \"far\"\nurl = \"{url}\"\n[mcp_servers.auth]\n{auth}\n"
+            ))
+            .unwrap()
+            .mcp_servers
+        };
+        let exchange = |issuer: &str| {
+            format!(
+                "type = \"token_exchange\"\nclient_id = \"gw\"\nclient_secret = \"s\"\nissuer = \"{issuer}\""
+            )
+        };
+        let token_url = "type = \"client_credentials\"\nclient_id = \"gw\"\nclient_secret = \"s\"\ntoken_url = \"http://id.internal:9000/token\"";
+        type Tweak = Box<dyn Fn(&mut Settings)>;
+        let cases: Vec<(&str, Tweak)> = vec![
+            (
+                "MCP server far: url",
+                Box::new(move |s| {
+                    s.gateway.file.mcp_servers =
+                        servers("http://tools.example.com/mcp", "type = \"none\"")
+                }),
+            ),
+            (
+                "MCP server far: auth.issuer",
+                Box::new(move |s| {
+                    s.gateway.file.mcp_servers = servers(
+                        "https://tools.example.com/mcp",
+                        &exchange("http://id.example.com"),
+                    )
+                }),
+            ),
+            (
+                "MCP server far: auth.token_url",
+                Box::new(move |s| {
+                    s.gateway.file.mcp_servers = servers("https://tools.example.com/mcp", token_url)
+                }),
+            ),
+            (
+                "MCP server far: url",
+                Box::new(move |s| {
+                    s.gateway.file.mcp_servers =
+                        servers("http://notes.example.com/mcp", "type = \"user_oauth\"")
+                }),
+            ),
+            (
+                "MAITRED_ISSUER_INTERNAL_URL",
+                Box::new(move |s| s.identity.internal_url = Some("http://backend:8080".into())),
+            ),
+            (
+                "MAITRED_GATEWAY_MCP_URL",
+                Box::new(move |s| s.gateway.mcp_url = Some("http://mcp:8082/mcp".into())),
+            ),
+            (
+                "MAITRED_MCP_BACKEND_URL",
+                Box::new(move |s| s.mcp.backend_url = "http://backend:8080".into()),
+            ),
+        ];
+        for (name, set) in &cases {
+            let mut settings = production();
+            set(&mut settings);
+            let error = settings.check().unwrap_err().to_string();
+            assert!(error.contains(name), "{name}: {error}");
+            // The operator's acknowledgement of exactly that origin lets it through.
+            settings.plain_http_origins = [
+                "http://tools.example.com",
+                "http://id.example.com",
+                "http://id.internal:9000",
+                "http://notes.example.com",
+                "http://backend:8080",
+                "http://mcp:8082",
+            ]
+            .map(|o| plain_http_origin(o).unwrap())
+            .to_vec();
+            assert!(settings.check().is_ok(), "{name}: {:?}", settings.check());
+            // Another origin is not acknowledged by it.
+            settings.plain_http_origins = vec![plain_http_origin("http://other:8080").unwrap()];
+            assert!(settings.check().is_err(), "{name}");
+            // Dev mode takes plain http, as before.
+            settings.mode = Mode::Dev;
+            assert!(settings.check().is_ok(), "{name}");
+        }
+        // Loopback is this machine: allowed without acknowledgement.
+        let mut settings = production();
+        settings.gateway.file.mcp_servers = servers(
+            "http://127.0.0.1:9100/mcp",
+            &exchange("http://localhost:9000"),
+        );
+        settings.identity.internal_url = Some("http://[::1]:8080".into());
+        assert!(settings.check().is_ok(), "{:?}", settings.check());
+        // An acknowledgement changes nothing for the public URLs: browsers use them.
+        settings.plain_http_origins = vec![plain_http_origin("http://chat.example.com").unwrap()];
+        settings.gateway.endpoint.public_url = "http://chat.example.com".into();
+        assert!(settings.check().is_err());
     }
 
     #[test]

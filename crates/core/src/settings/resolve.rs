@@ -14,7 +14,7 @@ use super::{
 use crate::cli::{
     AllArgs, BackendArgs, CommonArgs, GatewayArgs, IdentityArgs, IssuerArgs, McpArgs, TimeoutArgs,
 };
-use crate::http::client_ip::TrustedProxies;
+use crate::http::client_ip::{TraceCallers, TrustedProxies};
 use crate::issuer::Issuer;
 
 /// The roles a command runs, with their arguments.
@@ -94,6 +94,13 @@ impl Settings {
                 &common.trusted_proxies,
                 common.forwarded_header,
             )?,
+            trace_callers: TraceCallers::parse(&common.trusted_trace_callers)?,
+            plain_http_origins: common
+                .plain_http_origins
+                .iter()
+                .filter(|o| !o.trim().is_empty())
+                .map(|o| super::plain_http_origin(o))
+                .collect::<anyhow::Result<_>>()?,
             timeouts: timeouts_from(&common.timeouts)?,
             identity,
             backend,
@@ -359,6 +366,7 @@ mod tests {
             built.backend.idempotency_wait
         );
         assert_eq!(parsed.timeouts, built.timeouts);
+        assert_eq!(parsed.trace_callers, built.trace_callers);
         assert_eq!(
             parsed.identity.access_token_ttl,
             built.identity.access_token_ttl

@@ -75,6 +75,90 @@ pub(super) fn secure_or_loopback(url: &str) -> bool {
     }
 }
 
+/// Which URLs may carry tokens (persons', the gateway's, a client secret).
+///
+/// In production: https, loopback, and the plain-http origins the operator
+/// acknowledged one by one (`MAITRED_PLAIN_HTTP_ORIGINS`, for services inside the
+/// deployment's own network, such as docker-compose's `http://backend:8080`). In dev
+/// mode: anything. The same rule holds for URLs in the configuration (checked at
+/// start) and for endpoints learnt at run time from an issuer's metadata, which a
+/// start-up check never sees.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct UrlPolicy {
+    enforced: bool,
+    /// `http://host:port` origins, port spelt out.
+    acknowledged: Vec<String>,
+}
+
+/// A URL the [`UrlPolicy`] refuses: what it is for, and the URL.
+#[derive(Debug, Clone, thiserror::Error)]
+#[error(
+    "{what} is {url}: production mode sends tokens only over https (plain http is allowed for loopback, and for an origin listed in MAITRED_PLAIN_HTTP_ORIGINS, for services inside the deployment's own network)"
+)]
+pub struct InsecureUrl {
+    pub what: String,
+    pub url: String,
+}
+
+impl UrlPolicy {
+    /// Dev mode: every URL is taken.
+    pub fn permissive() -> Self {
+        Self::default()
+    }
+
+    /// Production mode: https, loopback, and `acknowledged` (origins, as
+    /// [`plain_http_origin`] checks them).
+    pub fn production(acknowledged: &[String]) -> Self {
+        Self {
+            enforced: true,
+            acknowledged: acknowledged
+                .iter()
+                .map(String::as_str)
+                .map(origin)
+                .collect(),
+        }
+    }
+
+    pub fn permits(&self, url: &str) -> bool {
+        !self.enforced
+            || secure_or_loopback(url)
+            || (url::Url::parse(url).is_ok_and(|u| u.scheme() == "http")
+                && self.acknowledged.contains(&origin(url)))
+    }
+
+    /// `url`, if it may carry tokens; `what` names it in the refusal.
+    pub fn check(&self, what: &str, url: &str) -> Result<(), InsecureUrl> {
+        if self.permits(url) {
+            Ok(())
+        } else {
+            Err(InsecureUrl {
+                what: what.to_owned(),
+                url: url.to_owned(),
+            })
+        }
+    }
+}
+
+/// An entry of `MAITRED_PLAIN_HTTP_ORIGINS`: an http origin (`http://backend:8080`),
+/// nothing more, so that acknowledging one service acknowledges no other.
+pub fn plain_http_origin(raw: &str) -> anyhow::Result<String> {
+    let url = url::Url::parse(raw.trim())
+        .with_context(|| format!("MAITRED_PLAIN_HTTP_ORIGINS: {raw:?} is not a URL"))?;
+    if url.scheme() != "http"
+        || url.host().is_none()
+        || !url.username().is_empty()
+        || url.password().is_some()
+        || !matches!(url.path(), "" | "/")
+        || url.query().is_some()
+        || url.fragment().is_some()
+    {
+        bail!(
+            "MAITRED_PLAIN_HTTP_ORIGINS: {raw:?} must be an http origin such as http://backend:8080 (no path, no credentials)"
+        );
+    }
+    Ok(origin(url.as_str()))
+}
+
 pub fn sqlite_url(path: &Path) -> String {
     format!("sqlite://{}?mode=rwc", path.display())
 }
@@ -91,6 +175,44 @@ pub fn normalize_url(raw: &str) -> anyhow::Result<String> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn production_lets_tokens_travel_over_https_loopback_and_acknowledged_origins_only() {
+        let acknowledged = [plain_http_origin("http://backend:8080/").unwrap()];
+        let policy = UrlPolicy::production(&acknowledged);
+        for allowed in [
+            "https://id.example.com/oauth2/token",
+            "http://localhost:8080/token",
+            "http://127.0.0.1:9/x",
+            "http://[::1]:9/x",
+            "http://backend:8080/oauth2/token",
+            "http://BACKEND:8080/mcp",
+        ] {
+            assert!(policy.permits(allowed), "{allowed}");
+        }
+        for refused in [
+            "http://id.example.com/oauth2/token",
+            // The acknowledgement is for one origin: not another port, nor the
+            // same host over another scheme's default.
+            "http://backend:8081/mcp",
+            "http://backend/mcp",
+            "http://0.0.0.0:8080/token",
+            "ftp://backend:8080/x",
+            "not a url",
+        ] {
+            let error = policy.check("an issuer", refused).unwrap_err().to_string();
+            assert!(error.contains("an issuer"), "{error}");
+        }
+        assert!(UrlPolicy::permissive().permits("http://id.example.com/token"));
+        for bad in [
+            "https://backend:8080",
+            "http://backend:8080/api",
+            "http://user:pw@backend:8080",
+            "backend:8080",
+        ] {
+            assert!(plain_http_origin(bad).is_err(), "{bad}");
+        }
+    }
 
     #[test]
     fn public_urls_lose_their_trailing_slash() {

@@ -32,6 +32,7 @@ use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
 use maitred_core::db::Db;
+use maitred_core::settings::UrlPolicy;
 use maitred_core::settings::mcp_servers::{AuthConfig, ServerConfig, UserOAuth};
 use prometheus_client::metrics::counter::Counter;
 use prometheus_client::metrics::family::Family;
@@ -90,6 +91,9 @@ pub struct Accounts {
     connect_timeout: Duration,
     /// Development: authorization servers and the gateway itself on http loopback.
     loopback_http: bool,
+    /// Which of a discovered authorization server's endpoints may be used: each
+    /// gets a person's code, refresh token or the gateway's client secret.
+    url_policy: UrlPolicy,
     events: Family<AccountLabels, Counter>,
     /// This replica, as the holder of refresh leases.
     replica: String,
@@ -110,6 +114,7 @@ pub struct AccountSettings<'a> {
     pub keys: KeyRing,
     pub connect_timeout: Duration,
     pub loopback_http: bool,
+    pub url_policy: UrlPolicy,
 }
 
 impl Accounts {
@@ -140,6 +145,7 @@ impl Accounts {
             public_url: settings.public_url.trim_end_matches('/').to_owned(),
             connect_timeout: settings.connect_timeout,
             loopback_http: settings.loopback_http,
+            url_policy: settings.url_policy,
             replica: maitred_core::random::token(9),
             refreshing: Mutex::default(),
         })

@@ -99,6 +99,7 @@ impl Accounts {
             });
         }
         let metadata = resolution.metadata;
+        self.endpoints_allowed(server, &metadata)?;
         manager.set_metadata(metadata.clone());
         let scopes = if server.auth.scopes.is_empty() {
             manager.select_initial_scopes(&[]).await
@@ -126,6 +127,46 @@ impl Accounts {
         });
         *slot = Some(discovered.clone());
         Ok(discovered)
+    }
+
+    /// Whether every endpoint the metadata names may be used: production sends a
+    /// person's password, code and tokens, and the gateway's client secret, over
+    /// https only (loopback and acknowledged origins aside), whatever a server's
+    /// metadata says. Checked before any of them is used.
+    fn endpoints_allowed(
+        &self,
+        server: &AccountServer,
+        metadata: &AuthorizationMetadata,
+    ) -> Result<(), AccountError> {
+        let extra = |name: &str| {
+            metadata
+                .additional_fields
+                .get(name)
+                .and_then(|v| v.as_str())
+        };
+        let endpoints = [
+            (
+                "authorization_endpoint",
+                Some(metadata.authorization_endpoint.as_str()),
+            ),
+            ("token_endpoint", Some(metadata.token_endpoint.as_str())),
+            (
+                "registration_endpoint",
+                metadata.registration_endpoint.as_deref(),
+            ),
+            ("revocation_endpoint", extra("revocation_endpoint")),
+        ];
+        for (name, url) in endpoints {
+            if let Some(url) = url.filter(|u| !u.is_empty()) {
+                self.url_policy
+                    .check(&format!("its {name}"), url)
+                    .map_err(|refused| AccountError::Discovery {
+                        server: server.name.clone(),
+                        detail: refused.to_string(),
+                    })?;
+            }
+        }
+        Ok(())
     }
 
     /// The OIDC registration's application type (SEP-837): a gateway on https is a

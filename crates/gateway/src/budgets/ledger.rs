@@ -96,7 +96,11 @@ impl DbBudgets {
         if let Some(b) = find(Scope::Person, owner).or_else(|| find(Scope::Person, "*")) {
             add(b, owner);
         }
-        for role in ask.roles {
+        // Each role once, in its budget's spelling (a token may name one in any case).
+        let mut roles: Vec<String> = ask.roles.iter().map(|r| Scope::Role.subject(r)).collect();
+        roles.sort();
+        roles.dedup();
+        for role in &roles {
             if let Some(b) = find(Scope::Role, role) {
                 add(b, role);
             }

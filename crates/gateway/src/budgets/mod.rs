@@ -35,6 +35,17 @@ impl Scope {
         }
     }
 
+    /// A subject as this scope keys it. Role names are compared without regard to
+    /// ASCII case, as the tool policy (`[policy.ROLE]`) and the issuer's role checks
+    /// compare them: a role budget is kept under the upper-case name, so
+    /// `role/operator` is the budget of everyone with OPERATOR, not of nobody.
+    pub fn subject(self, subject: &str) -> String {
+        match self {
+            Self::Role => subject.to_ascii_uppercase(),
+            Self::Person | Self::Conversation => subject.to_owned(),
+        }
+    }
+
     pub fn parse(text: &str) -> Option<Self> {
         match text {
             "person" => Some(Self::Person),

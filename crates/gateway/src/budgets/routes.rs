@@ -120,6 +120,7 @@ pub(crate) async fn get_one(
 ) -> Result<Json<BudgetView>, GatewayError> {
     admin_only(&user)?;
     let scope = scope_of(&scope)?;
+    let subject = scope.subject(&subject);
     let db = state.store.db();
     let row: Option<Row> = sqlx::query_as(
         "SELECT scope, subject, time_window, max_tokens, max_cost_micros FROM budgets WHERE scope = $1 AND subject = $2",
@@ -158,9 +159,15 @@ pub(crate) async fn put(
 ) -> Result<Json<BudgetView>, GatewayError> {
     admin_only(&user)?;
     let scope = scope_of(&scope)?;
+    let subject = scope.subject(&subject);
     if subject.is_empty() || subject.len() > 200 {
         return Err(GatewayError::InvalidRequest(
             "the subject is 1 to 200 characters".to_owned(),
+        ));
+    }
+    if scope == Scope::Role && !subject.chars().all(|c| c.is_ascii_graphic()) {
+        return Err(GatewayError::InvalidRequest(
+            "a role's name is ASCII letters, digits and punctuation".to_owned(),
         ));
     }
     if scope == Scope::Role && subject == "*" {
@@ -206,6 +213,7 @@ pub(crate) async fn delete(
 ) -> Result<StatusCode, GatewayError> {
     admin_only(&user)?;
     let scope = scope_of(&scope)?;
+    let subject = scope.subject(&subject);
     sqlx::query("DELETE FROM budgets WHERE scope = $1 AND subject = $2")
         .bind(scope.as_str())
         .bind(&subject)
@@ -273,6 +281,10 @@ pub(crate) async fn ledger(
     Query(query): Query<LedgerQuery>,
 ) -> Result<Json<Ledger>, GatewayError> {
     admin_only(&user)?;
+    let subject = match (query.scope.as_deref().and_then(Scope::parse), query.subject) {
+        (Some(scope), Some(subject)) => Some(scope.subject(&subject)),
+        (_, subject) => subject,
+    };
     // Each filter is bound, or matches everything when it is not given.
     let rows: Vec<LedgerTuple> =
         sqlx::query_as(
@@ -284,7 +296,7 @@ pub(crate) async fn ledger(
         )
         .bind(query.message_id)
         .bind(query.scope)
-        .bind(query.subject)
+        .bind(subject)
         .fetch_all(state.store.db().pool())
         .await?;
     let rows: Vec<LedgerRow> = rows

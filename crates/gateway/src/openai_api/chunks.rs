@@ -129,6 +129,9 @@ pub struct ModelObject {
     pub owned_by: &'static str,
 }
 
+/// OpenAI's code for a rate limit; a spent budget is one.
+const RATE_LIMITED: &str = "rate_limit_exceeded";
+
 /// What an answer's event becomes.
 #[derive(Debug, Clone, PartialEq)]
 pub enum Out {
@@ -146,6 +149,9 @@ pub struct Translator {
     began: bool,
     usage: Option<Usage>,
     error: Option<ErrorBody>,
+    /// The window of the budget the answer was last told about (for when a
+    /// refused one renews).
+    budget_window: Option<String>,
     /// Calls by id: their server and tool, repeated on their results.
     calls: HashMap<ToolCallId, (String, String)>,
     /// Code points of `content` so far, and where the text after the latest tool
@@ -165,6 +171,7 @@ impl Translator {
             began: false,
             usage: None,
             error: None,
+            budget_window: None,
             calls: HashMap::new(),
             written: 0,
             turn_start: 0,
@@ -284,6 +291,17 @@ impl Translator {
                 });
                 Vec::new()
             }
+            // A spent budget is a rate limit, as OpenAI names one (a 429 when the
+            // whole answer is awaited): clients wait instead of retrying at once.
+            ChatEvent::Error(error) if error.code == "budget" => {
+                self.error = Some(ErrorBody {
+                    message: error.message,
+                    kind: "requests",
+                    param: None,
+                    code: Some(RATE_LIMITED.to_owned()),
+                });
+                Vec::new()
+            }
             ChatEvent::Error(error) => {
                 self.error = Some(ErrorBody {
                     message: error.message,
@@ -293,14 +311,16 @@ impl Translator {
                 });
                 Vec::new()
             }
+            ChatEvent::Budget(budget) => {
+                self.budget_window = Some(budget.window);
+                Vec::new()
+            }
             ChatEvent::Done(done) => self.done(&done.finish_reason),
             ChatEvent::Meta(_)
             | ChatEvent::ApprovalRequired(_)
             | ChatEvent::InputRequired(_)
             | ChatEvent::InputResolved(_)
             | ChatEvent::ToolProgress(_)
-            // What is left of a budget has no OpenAI chunk; a refusal comes as `error`.
-            | ChatEvent::Budget(_)
             // Answers of this API are not taken over (nobody can come back to them).
             | ChatEvent::Resumed(_) => Vec::new(),
         }
@@ -324,6 +344,15 @@ impl Translator {
             }));
         }
         out
+    }
+
+    /// The answer was refused for a spent budget: its message, and the window of the
+    /// budget (for when to come back).
+    pub fn budget_refusal(&self) -> Option<(&str, Option<&str>)> {
+        self.error
+            .as_ref()
+            .filter(|error| error.code.as_deref() == Some(RATE_LIMITED))
+            .map(|error| (error.message.as_str(), self.budget_window.as_deref()))
     }
 
     /// Gathers every chunk into one `chat.completion`; `Err` when the answer failed.

@@ -6,6 +6,7 @@
 use axum::Json;
 use axum::http::{HeaderMap, HeaderValue, StatusCode, header};
 use axum::response::{IntoResponse, Response};
+use chrono::{Datelike, Duration, NaiveTime, TimeZone, Utc};
 use serde::Serialize;
 
 use crate::error::GatewayError;
@@ -225,6 +226,42 @@ impl From<GatewayError> for OpenAiError {
     }
 }
 
+/// How long a client waits before asking again when a budget that never renews by
+/// itself (`total`) is spent: an administrator may raise it meanwhile.
+const NOT_RENEWING: u64 = 3600;
+
+/// The answer was refused for a spent budget: 429, with the seconds until the
+/// budget's `window` renews.
+pub(super) fn budget_spent(message: &str, window: Option<&str>) -> OpenAiError {
+    OpenAiError::new(
+        StatusCode::TOO_MANY_REQUESTS,
+        "requests",
+        "rate_limit_exceeded",
+        message.to_owned(),
+    )
+    .retry_after(until_renewed(window, Utc::now()))
+}
+
+/// Seconds from `now` until a budget of `window` renews (UTC days and months).
+fn until_renewed(window: Option<&str>, now: chrono::DateTime<Utc>) -> u64 {
+    let today = now.date_naive();
+    let next = match window {
+        Some("daily") => today.succ_opt(),
+        Some("monthly") => {
+            let (year, month) = if today.month() == 12 {
+                (today.year() + 1, 1)
+            } else {
+                (today.year(), today.month() + 1)
+            };
+            chrono::NaiveDate::from_ymd_opt(year, month, 1)
+        }
+        _ => None,
+    };
+    next.map(|day| Utc.from_utc_datetime(&day.and_time(NaiveTime::MIN)))
+        .and_then(|at| u64::try_from((at - now).max(Duration::seconds(1)).num_seconds()).ok())
+        .unwrap_or(NOT_RENEWING)
+}
+
 impl IntoResponse for OpenAiError {
     fn into_response(self) -> Response {
         let Parts {
@@ -235,5 +272,21 @@ impl IntoResponse for OpenAiError {
         let mut response = (status, Json(Envelope { error: &body })).into_response();
         response.headers_mut().extend(headers);
         response
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_budget_renews_at_the_next_utc_day_or_month() {
+        let now = Utc.with_ymd_and_hms(2026, 12, 31, 23, 0, 0).unwrap();
+        assert_eq!(until_renewed(Some("daily"), now), 3600);
+        assert_eq!(until_renewed(Some("monthly"), now), 3600);
+        let mid_month = Utc.with_ymd_and_hms(2026, 11, 30, 0, 0, 0).unwrap();
+        assert_eq!(until_renewed(Some("monthly"), mid_month), 86_400);
+        assert_eq!(until_renewed(Some("total"), now), NOT_RENEWING);
+        assert_eq!(until_renewed(None, now), NOT_RENEWING);
     }
 }

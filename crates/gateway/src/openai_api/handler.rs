@@ -13,7 +13,7 @@ use futures::StreamExt;
 use super::NO_APPROVALS;
 use super::auth::ApiUser;
 use super::chunks::{ModelList, ModelObject, Out, Translator};
-use super::errors::OpenAiError;
+use super::errors::{OpenAiError, budget_spent};
 use super::request::ChatCompletionRequest;
 use crate::GatewayState;
 use crate::answer::Asking;
@@ -149,6 +149,9 @@ async fn complete(mut translator: Translator, started: Started) -> Result<Respon
         }
     }
     drop(watching);
+    if let Some((message, window)) = translator.budget_refusal() {
+        return Err(budget_spent(message, window));
+    }
     if !done {
         return Err(OpenAiError::answer_failed(
             "interrupted",

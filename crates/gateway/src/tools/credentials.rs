@@ -140,11 +140,13 @@ impl Credentials {
     }
 }
 
-/// Where a server's client authenticates: its own issuer, or maitred's.
+/// Where a server's client authenticates: its own issuer, or maitred's; either way
+/// what its metadata names is held to the deployment's rule for token URLs.
 fn issuer_of(issuer: &Issuer, auth: &ClientAuth) -> Issuer {
-    auth.issuer
-        .as_deref()
-        .map_or_else(|| issuer.clone(), |i| Issuer::new(i, None))
+    auth.issuer.as_deref().map_or_else(
+        || issuer.clone(),
+        |i| Issuer::new(i, None).with_policy(issuer.policy.clone()),
+    )
 }
 
 fn client_secret(server: &str, auth: &ClientAuth) -> anyhow::Result<SecretString> {

@@ -11,9 +11,13 @@ use tracing::Span;
 use crate::otel::{self, ServingRole};
 use crate::trace_context::TraceContext;
 
-/// The caller's span, from a valid `traceparent`, if any.
+/// The caller's span, from a valid `traceparent` of a trusted caller, if any.
 #[derive(Debug, Clone, Copy)]
 pub(super) struct Caller(pub Option<TraceContext>);
+
+/// An untrusted caller's span: not continued, only linked to.
+#[derive(Debug, Clone, Copy)]
+pub(super) struct Linked(pub Option<TraceContext>);
 
 /// Tags `span` and links it to the caller; the request's place in the trace.
 pub(super) fn start<B>(span: &Span, request: &axum::http::Request<B>) -> TraceContext {
@@ -41,7 +45,11 @@ pub(super) fn start<B>(span: &Span, request: &axum::http::Request<B>) -> TraceCo
     }
     let caller = extensions.get::<Caller>().and_then(|c| c.0);
     let role = extensions.get::<ServingRole>().map(|r| r.0);
-    otel::continue_trace(span, caller, role)
+    let own = otel::continue_trace(span, caller, role);
+    if let Some(linked) = extensions.get::<Linked>().and_then(|l| l.0) {
+        otel::link(span, linked);
+    }
+    own
 }
 
 pub(super) fn status(span: &Span, status: StatusCode) {

@@ -1,11 +1,12 @@
 //! The Responses API's own refusals, in OpenAI's error shape (the gateway's errors
 //! are translated as on `/v1/chat/completions`). A refusal is never a 5xx: a spent
-//! budget is a 429 with when to come back, a response that is not the caller's a 404.
+//! budget is a 429 with when to come back (shared with chat completions), a response
+//! that is not the caller's a 404.
 
 use axum::http::StatusCode;
-use chrono::{Datelike, Duration, NaiveTime, TimeZone, Utc};
 
 use super::super::errors::OpenAiError;
+pub(super) use super::super::errors::budget_spent;
 use crate::error::GatewayError;
 use crate::live::LiveError;
 
@@ -20,10 +21,6 @@ impl From<LiveError> for OpenAiError {
         GatewayError::from(error).into()
     }
 }
-
-/// How long a client waits before asking again when a budget that never renews by
-/// itself (`total`) is spent: an administrator may raise it meanwhile.
-const NOT_RENEWING: u64 = 3600;
 
 pub(super) fn too_large(message: String) -> OpenAiError {
     OpenAiError::new(
@@ -59,52 +56,4 @@ pub(super) fn invalid_state(param: &'static str, message: impl Into<String>) -> 
         message.into(),
     )
     .param(param)
-}
-
-/// The answer was refused for a spent budget: 429, with the seconds until the
-/// budget's `window` renews.
-pub(super) fn budget_spent(message: &str, window: Option<&str>) -> OpenAiError {
-    OpenAiError::new(
-        StatusCode::TOO_MANY_REQUESTS,
-        "requests",
-        "rate_limit_exceeded",
-        message.to_owned(),
-    )
-    .retry_after(until_renewed(window, Utc::now()))
-}
-
-/// Seconds from `now` until a budget of `window` renews (UTC days and months).
-fn until_renewed(window: Option<&str>, now: chrono::DateTime<Utc>) -> u64 {
-    let today = now.date_naive();
-    let next = match window {
-        Some("daily") => today.succ_opt(),
-        Some("monthly") => {
-            let (year, month) = if today.month() == 12 {
-                (today.year() + 1, 1)
-            } else {
-                (today.year(), today.month() + 1)
-            };
-            chrono::NaiveDate::from_ymd_opt(year, month, 1)
-        }
-        _ => None,
-    };
-    next.map(|day| Utc.from_utc_datetime(&day.and_time(NaiveTime::MIN)))
-        .and_then(|at| u64::try_from((at - now).max(Duration::seconds(1)).num_seconds()).ok())
-        .unwrap_or(NOT_RENEWING)
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn a_budget_renews_at_the_next_utc_day_or_month() {
-        let now = Utc.with_ymd_and_hms(2026, 12, 31, 23, 0, 0).unwrap();
-        assert_eq!(until_renewed(Some("daily"), now), 3600);
-        assert_eq!(until_renewed(Some("monthly"), now), 3600);
-        let mid_month = Utc.with_ymd_and_hms(2026, 11, 30, 0, 0, 0).unwrap();
-        assert_eq!(until_renewed(Some("monthly"), mid_month), 86_400);
-        assert_eq!(until_renewed(Some("total"), now), NOT_RENEWING);
-        assert_eq!(until_renewed(None, now), NOT_RENEWING);
-    }
 }
