@@ -282,7 +282,7 @@ async fn our_mcp_server_reaches_the_backend_as_the_person(database: &Database) {
 }
 
 /// A person's token for the chat API: they signed in at the web client.
-async fn chat_token_of(app: &TestApp, username: &str) -> String {
+pub(crate) async fn chat_token_of(app: &TestApp, username: &str) -> String {
     person_tokens(app, username, "openid profile chat.read chat.write").await["access_token"]
         .as_str()
         .unwrap()

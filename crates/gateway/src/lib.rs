@@ -147,7 +147,10 @@ pub fn own_mcp_server(settings: &Settings, secret: SecretString) -> ServerConfig
             client_id: "maitred-gateway".to_owned(),
             client_secret: Some(secret),
             client_secret_env: None,
-            scopes: vec!["mcp.read".to_owned(), "mcp.write".to_owned()],
+            // None asked for by name: the issuer grants what the caller may pass on
+            // (a person who only reads, a client whose registration holds only
+            // `mcp.read`) rather than refusing a request for more.
+            scopes: Vec::new(),
             resource: Some(settings.mcp_resource()),
             issuer: None,
             token_url: None,
