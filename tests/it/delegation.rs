@@ -183,7 +183,7 @@ async fn the_backend_writes_only_as_a_person_who_may(database: &Database) {
 }
 
 /// The gateway's token for the MCP server, acting for `username`.
-async fn mcp_token_of(app: &TestApp, username: &str) -> String {
+pub(crate) async fn mcp_token_of(app: &TestApp, username: &str) -> String {
     let person = person_tokens(app, username, "openid chat.read chat.write").await;
     let (status, hop1) = exchange_as(
         app,

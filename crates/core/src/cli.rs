@@ -273,6 +273,24 @@ pub struct McpArgs {
     /// 0 runs it as fast as the backend answers.
     #[arg(long, env = "MAITRED_MCP_REPORT_STEP_DELAY", default_value_t = Span(defaults::MCP_REPORT_STEP_DELAY))]
     pub mcp_report_step_delay: Span,
+
+    /// Tasks one caller (a person, or a client calling for itself) may have running
+    /// at once; past it, a call that would start one is answered with a tool error.
+    #[arg(long, env = "MAITRED_MCP_TASKS_PER_CALLER", default_value_t = defaults::MCP_TASKS_PER_CALLER)]
+    pub mcp_tasks_per_caller: usize,
+
+    /// Tasks every caller together may have running at once.
+    #[arg(long, env = "MAITRED_MCP_TASKS_IN_ALL", default_value_t = defaults::MCP_TASKS_IN_ALL)]
+    pub mcp_tasks_in_all: usize,
+
+    /// Sessions (2025-11-25 revision) one caller may hold open at once; past it,
+    /// `initialize` is refused with 429 until one is closed or idles out.
+    #[arg(long, env = "MAITRED_MCP_SESSIONS_PER_CALLER", default_value_t = defaults::MCP_SESSIONS_PER_CALLER)]
+    pub mcp_sessions_per_caller: usize,
+
+    /// Sessions every caller together may hold open at once.
+    #[arg(long, env = "MAITRED_MCP_SESSIONS_IN_ALL", default_value_t = defaults::MCP_SESSIONS_IN_ALL)]
+    pub mcp_sessions_in_all: usize,
 }
 
 #[derive(Debug, Clone, Args)]

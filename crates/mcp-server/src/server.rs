@@ -32,6 +32,7 @@ use super::sealed_state::StateSeal;
 use super::tasks::{self, Tasks};
 use maitred_backend::idempotency;
 use maitred_core::auth::{Principal, bearer_token};
+use maitred_core::settings::McpCaps;
 use maitred_core::trace_context::TraceContext;
 use maitred_protocol::meta;
 
@@ -75,9 +76,15 @@ impl McpServer {
         metrics: McpMetrics,
         seal: StateSeal,
         report_step_delay: Duration,
+        caps: McpCaps,
         shutdown: CancellationToken,
     ) -> Self {
-        let tasks = Tasks::new(shutdown, metrics.tasks.clone());
+        let tasks = Tasks::new(
+            shutdown,
+            metrics.tasks.clone(),
+            caps.tasks_per_caller,
+            caps.tasks_in_all,
+        );
         let reports = MonthReports::new(tasks.clone(), report_step_delay);
         Self {
             shared: Arc::new(Shared {

@@ -40,6 +40,14 @@ pub const MCP_TRUSTED_ACTORS: &str = "maitred-gateway";
 /// The pause between the days `getMonthReport` reads: a month then takes some
 /// seconds, long enough to watch it run, poll it and cancel it.
 pub const MCP_REPORT_STEP_DELAY: Duration = Duration::from_millis(200);
+/// Tasks one caller (a person, or a client for itself) may have running at the MCP
+/// role at once, and all callers together.
+pub const MCP_TASKS_PER_CALLER: usize = 5;
+pub const MCP_TASKS_IN_ALL: usize = 200;
+/// Sessions (2025-11-25 revision) one caller may hold open at the MCP role at once,
+/// and all callers together. The gateway holds one per replica for everyone.
+pub const MCP_SESSIONS_PER_CALLER: usize = 16;
+pub const MCP_SESSIONS_IN_ALL: usize = 1000;
 
 pub const LLM_MODEL: &str = "gpt-4o-mini";
 pub const MAX_ITERATIONS: u32 = 10;

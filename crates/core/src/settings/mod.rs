@@ -136,6 +136,28 @@ pub struct McpSettings {
     pub trusted_actors: Vec<String>,
     /// The pause between the steps (days) of the long `getMonthReport` tool.
     pub report_step_delay: Duration,
+    /// What one caller, and every caller together, may hold at once.
+    pub caps: McpCaps,
+}
+
+/// The MCP role's caps on what callers hold: tasks running, sessions open.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct McpCaps {
+    pub tasks_per_caller: usize,
+    pub tasks_in_all: usize,
+    pub sessions_per_caller: usize,
+    pub sessions_in_all: usize,
+}
+
+impl Default for McpCaps {
+    fn default() -> Self {
+        Self {
+            tasks_per_caller: defaults::MCP_TASKS_PER_CALLER,
+            tasks_in_all: defaults::MCP_TASKS_IN_ALL,
+            sessions_per_caller: defaults::MCP_SESSIONS_PER_CALLER,
+            sessions_in_all: defaults::MCP_SESSIONS_IN_ALL,
+        }
+    }
 }
 
 /// The chat gateway: which model, which MCP servers, and the loop's limits.
@@ -235,6 +257,7 @@ impl McpSettings {
             allowed_hosts,
             trusted_actors: vec![defaults::MCP_TRUSTED_ACTORS.to_owned()],
             report_step_delay: defaults::MCP_REPORT_STEP_DELAY,
+            caps: McpCaps::default(),
         }
     }
 }

@@ -8,7 +8,7 @@ use anyhow::{Context, bail};
 
 use super::{
     BackendSettings, Endpoint, GatewayFile, GatewaySettings, HttpTimeouts, IdentityFile,
-    IdentitySettings, LlmSettings, McpSettings, ModelProfile, RedisSettings, Settings,
+    IdentitySettings, LlmSettings, McpCaps, McpSettings, ModelProfile, RedisSettings, Settings,
     normalize_url, sqlite_url,
 };
 use crate::cli::{
@@ -161,6 +161,15 @@ fn mcp_from(mut mcp: McpSettings, args: &McpArgs) -> anyhow::Result<McpSettings>
         Duration::ZERO,
         Duration::from_secs(60),
     )?;
+    mcp.caps = McpCaps {
+        tasks_per_caller: at_least_one(args.mcp_tasks_per_caller, "MAITRED_MCP_TASKS_PER_CALLER")?,
+        tasks_in_all: at_least_one(args.mcp_tasks_in_all, "MAITRED_MCP_TASKS_IN_ALL")?,
+        sessions_per_caller: at_least_one(
+            args.mcp_sessions_per_caller,
+            "MAITRED_MCP_SESSIONS_PER_CALLER",
+        )?,
+        sessions_in_all: at_least_one(args.mcp_sessions_in_all, "MAITRED_MCP_SESSIONS_IN_ALL")?,
+    };
     Ok(mcp)
 }
 
@@ -295,6 +304,14 @@ fn within(value: Duration, name: &str, min: Duration, max: Duration) -> anyhow::
             humantime::format_duration(min),
             humantime::format_duration(max)
         );
+    }
+    Ok(value)
+}
+
+/// A cap of 0 would refuse everything: a configuration mistake, said at start-up.
+fn at_least_one(value: usize, name: &str) -> anyhow::Result<usize> {
+    if value == 0 {
+        bail!("{name} must be at least 1");
     }
     Ok(value)
 }
