@@ -61,6 +61,7 @@ mod security_identity;
 mod security_redirect;
 mod security_refresh;
 mod security_resume;
+mod security_sessions;
 mod security_subjects;
 mod security_timeouts;
 mod shutdown;

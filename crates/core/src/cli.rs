@@ -447,6 +447,12 @@ pub struct GatewayArgs {
     #[arg(long, env = "MAITRED_CONNECT_TIMEOUT", default_value_t = Span(defaults::CONNECT_TIMEOUT))]
     pub connect_timeout: Span,
 
+    /// Sign-ins at connected accounts' servers one person may have under way at once
+    /// (started and not yet back or expired); past it, a new one is refused until one
+    /// ends or expires.
+    #[arg(long, env = "MAITRED_SIGN_INS_PER_PERSON", default_value_t = defaults::SIGN_INS_PER_PERSON)]
+    pub sign_ins_per_person: usize,
+
     /// Serve the web UI from this folder (a `frontend/dist` build) instead of the
     /// copy embedded in the binary at compile time.
     #[arg(long, env = "MAITRED_UI_DIR")]

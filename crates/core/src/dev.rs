@@ -16,6 +16,29 @@ use crate::settings::Settings;
 use crate::settings::identity_file::{ClientConfig, Grant, IdentityFile, Role, UserConfig};
 
 pub const FILE_NAME: &str = "dev-credentials.json";
+/// Dev mode's sealing key (as `MAITRED_ACCOUNT_KEYS` would give it), beside the
+/// credentials: it seals browser sessions' and connected accounts' tokens.
+pub const SEALING_KEY_FILE: &str = "account-keys";
+
+/// The dev sealing key's file in `data_dir`, made on first use, so a restart still
+/// opens what was sealed. Made by whichever role starts first in dev mode (a gateway
+/// whose data dir is read-only finds the one the backend made).
+pub fn sealing_key_file(data_dir: &Path) -> anyhow::Result<PathBuf> {
+    let path = data_dir.join(SEALING_KEY_FILE);
+    if !path.exists() {
+        crate::db::files::create_private_file(&path)
+            .with_context(|| format!("creating {}", path.display()))?;
+        let key = format!(
+            "dev1:{}",
+            base64::Engine::encode(
+                &base64::engine::general_purpose::STANDARD,
+                random::bytes(32)
+            )
+        );
+        std::fs::write(&path, key).with_context(|| format!("writing {}", path.display()))?;
+    }
+    Ok(path)
+}
 
 #[derive(Debug, Clone, Serialize, Deserialize)]
 pub struct DevCredentials {
@@ -175,6 +198,7 @@ impl DevCredentials {
         if changed {
             credentials.save(data_dir)?;
         }
+        sealing_key_file(data_dir)?;
         Ok(credentials)
     }
 

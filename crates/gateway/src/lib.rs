@@ -217,6 +217,11 @@ pub async fn router(
     let file = &settings.gateway.file;
     let servers = servers(settings)?;
     let dev = settings.mode == Mode::Dev;
+    // One key ring seals every person's token the gateway keeps.
+    let sealing = Accounts::key_ring(
+        settings.gateway.account_keys.as_ref(),
+        dev.then_some(settings.data_dir.as_path()),
+    )?;
     let accounts = Accounts::new(
         db.clone(),
         &servers,
@@ -224,12 +229,9 @@ pub async fn router(
             http: http.clone(),
             events: gateway_metrics.account_events.clone(),
             public_url: &settings.gateway.endpoint.public_url,
-            keys: Accounts::key_ring(
-                &servers,
-                settings.gateway.account_keys.as_ref(),
-                dev.then_some(settings.data_dir.as_path()),
-            )?,
+            keys: sealing.clone(),
             connect_timeout: settings.gateway.connect_timeout,
+            sign_ins_per_person: settings.gateway.sign_ins_per_person,
             loopback_http: dev,
         },
     );
@@ -405,14 +407,24 @@ pub async fn router(
             }
         }
     }
-    let sessions = Arc::new(Sessions::new(
-        db.clone(),
-        http,
-        settings.issuer_location(),
-        verifier.clone(),
-        &settings.gateway.endpoint.public_url,
-        settings.gateway_resource(),
-    ));
+    let sessions = Arc::new(
+        Sessions::new(
+            db.clone(),
+            http,
+            settings.issuer_location(),
+            verifier.clone(),
+            &settings.gateway.endpoint.public_url,
+            settings.gateway_resource(),
+            sealing,
+        ),
+    );
+    // Sessions' tokens sealed under an older key, or kept in clear by an earlier
+    // version, are sealed under the first key now.
+    match sessions.seal_at_rest().await {
+        Ok(0) => {}
+        Ok(count) => tracing::info!(count, "sealed browser sessions' tokens under the first key"),
+        Err(error) => tracing::warn!(%error, "could not seal browser sessions' tokens again"),
+    }
     // At shutdown, running answers get a bounded time to finish.
     tasks.spawn({
         let local = live.local().clone();

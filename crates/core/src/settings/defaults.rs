@@ -57,6 +57,8 @@ pub const APPROVAL_TIMEOUT: Duration = Duration::from_secs(300);
 pub const INPUT_TIMEOUT: Duration = Duration::from_secs(300);
 // As long as the card that asks for the sign-in waits (MAITRED_INPUT_TIMEOUT).
 pub const CONNECT_TIMEOUT: Duration = Duration::from_secs(300);
+/// Sign-ins at connected accounts' servers one person may have under way at once.
+pub const SIGN_INS_PER_PERSON: usize = 5;
 pub const QUESTION_LIMIT: usize = 4000;
 pub const CONTEXT_BUDGET: usize = 24_000;
 pub const STREAM_GRACE: Duration = Duration::from_secs(30);

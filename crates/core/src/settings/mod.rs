@@ -205,6 +205,8 @@ pub struct GatewaySettings {
     pub account_keys: Option<SecretString>,
     /// How long a sign-in at a connected account's server may take.
     pub connect_timeout: Duration,
+    /// Sign-ins one person may have under way (started, not yet back) at once.
+    pub sign_ins_per_person: usize,
 }
 
 /// The Redis (or Valkey) gateway replicas share their running answers through.
@@ -290,6 +292,7 @@ impl GatewaySettings {
             task_give_up: defaults::TASK_GIVE_UP,
             account_keys: None,
             connect_timeout: defaults::CONNECT_TIMEOUT,
+            sign_ins_per_person: defaults::SIGN_INS_PER_PERSON,
         }
     }
 }

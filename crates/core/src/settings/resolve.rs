@@ -247,6 +247,7 @@ fn gateway_from(defaults: GatewaySettings, args: &GatewayArgs) -> anyhow::Result
             Duration::from_secs(1),
             Duration::from_secs(3600),
         )?,
+        sign_ins_per_person: at_least_one(args.sign_ins_per_person, "MAITRED_SIGN_INS_PER_PERSON")?,
         mcp_url: optional_url(args.gateway_mcp_url.as_deref())?,
         mcp_client_secret: secret(args.gateway_client_secret.as_deref()),
         max_iterations: args.max_iterations,
