@@ -416,7 +416,8 @@ pub async fn router(
             &settings.gateway.endpoint.public_url,
             settings.gateway_resource(),
             sealing,
-        ),
+        )
+        .seeing_revocations(settings.builtin_identity()),
     );
     // Sessions' tokens sealed under an older key, or kept in clear by an earlier
     // version, are sealed under the first key now.

@@ -159,6 +159,10 @@ pub struct Sessions {
     pub cookies: CookieNames,
     endpoints: OnceCell<Endpoints>,
     keys: KeyRing,
+    /// Whether the issuer's revocations are in this database (the built-in issuer,
+    /// whose database the gateway shares): a bearer token of a revoked login is then
+    /// refused at once, not only once it expires.
+    sees_revocations: bool,
 }
 
 fn hash(value: &str) -> String {
@@ -191,7 +195,31 @@ impl Sessions {
             cookies: CookieNames::for_url(gateway_url),
             endpoints: OnceCell::new(),
             keys,
+            sees_revocations: false,
         }
+    }
+
+    /// Refuse bearer tokens of logins the built-in issuer has revoked (it shares this
+    /// database).
+    #[must_use]
+    pub fn seeing_revocations(mut self, sees: bool) -> Self {
+        self.sees_revocations = sees;
+        self
+    }
+
+    /// Whether the login `sid` has been revoked at the issuer (a replayed refresh
+    /// token, say). `false` when the issuer's revocations are not visible here.
+    pub async fn login_revoked(&self, sid: &str) -> Result<bool, GatewayError> {
+        if !self.sees_revocations {
+            return Ok(false);
+        }
+        let (revoked,): (i64,) = sqlx::query_as(
+            "SELECT COUNT(*) FROM refresh_tokens WHERE family_id = $1 AND revoked = 1",
+        )
+        .bind(sid)
+        .fetch_one(self.db.pool())
+        .await?;
+        Ok(revoked > 0)
     }
 
     fn seal(&self, id_hash: &str, held: Held, token: &str) -> String {
