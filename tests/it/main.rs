@@ -58,6 +58,7 @@ mod resume;
 mod security_gateway;
 mod security_hardening;
 mod security_identity;
+mod security_metrics;
 mod security_redirect;
 mod security_refresh;
 mod security_resume;

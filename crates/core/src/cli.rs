@@ -163,6 +163,12 @@ pub struct CommonArgs {
     #[arg(long, env = "MAITRED_TRUSTED_PROXIES", value_delimiter = ',')]
     pub trusted_proxies: Vec<String>,
 
+    /// A token (16 characters or more) every role's `GET /metrics` then requires as
+    /// `Authorization: Bearer <token>`; unset, `/metrics` answers anyone who reaches
+    /// the port (keep it off public routes).
+    #[arg(long, env = "MAITRED_METRICS_TOKEN", hide_env_values = true)]
+    pub metrics_token: Option<String>,
+
     /// The header the trusted proxies write: x-forwarded-for or forwarded (RFC 7239).
     #[arg(
         long,

@@ -206,7 +206,7 @@ pub async fn router(
     shutdown: CancellationToken,
     tasks: TaskTracker,
 ) -> anyhow::Result<(Router, GatewayState)> {
-    let metrics = Metrics::new();
+    let metrics = Metrics::for_scrapes_with(settings.metrics_token.as_ref());
     let gateway_metrics = GatewayMetrics::register(&metrics);
     let http = maitred_core::http_client::new()?;
     let streaming = maitred_core::http_client::streaming()?;

@@ -133,7 +133,7 @@ pub fn router(
     http: reqwest::Client,
     shutdown: CancellationToken,
 ) -> anyhow::Result<Router> {
-    let metrics = Metrics::new();
+    let metrics = Metrics::for_scrapes_with(settings.metrics_token.as_ref());
     let mcp_metrics = McpMetrics::register(&metrics);
     let secret = client_secret(settings)?;
     let seal = StateSeal::from_secret(&secret);

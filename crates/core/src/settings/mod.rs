@@ -73,6 +73,9 @@ pub struct Settings {
     pub trusted_proxies: TrustedProxies,
     /// How long slow clients may hold a connection, in every role.
     pub timeouts: HttpTimeouts,
+    /// `MAITRED_METRICS_TOKEN`: when set, `/metrics` answers only a request that
+    /// brings it as a bearer token; unset, anyone who reaches the port.
+    pub metrics_token: Option<SecretString>,
     pub identity: IdentitySettings,
     pub backend: BackendSettings,
     pub mcp: McpSettings,
@@ -311,6 +314,7 @@ impl Settings {
             bind: std::net::Ipv4Addr::LOCALHOST.into(),
             trusted_proxies: TrustedProxies::default(),
             timeouts: HttpTimeouts::default(),
+            metrics_token: None,
             identity: IdentitySettings::default(),
             mcp: McpSettings::new(mcp, &backend, &gateway),
             backend: BackendSettings::new(backend),

@@ -95,6 +95,7 @@ impl Settings {
                 common.forwarded_header,
             )?,
             timeouts: timeouts_from(&common.timeouts)?,
+            metrics_token: metrics_token(common.metrics_token.as_deref())?,
             identity,
             backend,
             mcp,
@@ -307,6 +308,17 @@ fn within(value: Duration, name: &str, min: Duration, max: Duration) -> anyhow::
         );
     }
     Ok(value)
+}
+
+/// A scrape token short enough to guess is a mistake, said at start-up.
+fn metrics_token(token: Option<&str>) -> anyhow::Result<Option<secrecy::SecretString>> {
+    match token.map(str::trim).filter(|t| !t.is_empty()) {
+        None => Ok(None),
+        Some(token) if token.len() < 16 => {
+            bail!("MAITRED_METRICS_TOKEN must be at least 16 characters")
+        }
+        Some(token) => Ok(Some(secrecy::SecretString::from(token.to_owned()))),
+    }
 }
 
 /// A cap of 0 would refuse everything: a configuration mistake, said at start-up.
