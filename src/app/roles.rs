@@ -47,7 +47,7 @@ pub async fn backend_router(
         &settings.backend,
         &settings.timeouts,
     );
-    let metrics = Metrics::new();
+    let metrics = Metrics::for_scrapes_with(settings.metrics_token.as_ref());
     metrics.register_collector(PoolCollector(db.clone()));
     let mut router = http::health::routes(http::health::database(db.clone())).merge(api);
     let mut banner = None;

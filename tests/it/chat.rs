@@ -217,7 +217,9 @@ async fn a_booking_waits_for_approval_and_a_denial_writes_nothing() {
         Turn::text("Booked."),
     ]);
     let app = TestApp::spawn_chat(&Database::Sqlite, Llm::Scripted(script), |_| {}).await;
-    let token = app.chat_token().await;
+    // A person who may book: a chat-only client's writes are refused downstream
+    // (tests/it/security_subjects.rs).
+    let token = crate::delegation::chat_token_of(&app, "operator").await;
     let backend = app.backend_token().await;
 
     let mut stream = app.ask(&token, "Book a table for Dora", None).await;

@@ -246,14 +246,16 @@ async fn access_denied_at_the_authorization_server_declines_the_card() {
     chat.app.stop().await;
 }
 
-/// 2. A `state` the gateway never issued is refused (400), and the real one brought
-/// back by another maitred person is refused (403) without spending it: its owner
-/// still finishes the sign-in afterwards.
+/// 2. A `state` the gateway never issued is refused (400). The real one brought back
+/// in another maitred person's browser is refused (403) and ends the sign-in: the same
+/// link forwarded back to the person who started it connects nothing (else that
+/// person's account would be tied to the third-party account of whoever signed in),
+/// and the call that waited is told it was not connected.
 #[tokio::test]
 #[ignore = "needs the connected-accounts lab: run by scripts/check-connected-accounts"]
 async fn a_forged_state_or_another_persons_browser_is_refused() {
     let Some(lab) = Lab::from_env() else { return };
-    let script = connect_then([call("c2", "notes__whoami"), Turn::text("Done.")]);
+    let script = connect_then([Turn::text("Fine, without notes.")]);
     // The owner ("operator") asks; another person ("user") has a token of their own.
     let mut chat = Started::new(&lab, script, "Who am I at notes?").await;
     let other = person(&chat.app, "user").await;
@@ -273,17 +275,18 @@ async fn a_forged_state_or_another_persons_browser_is_refused() {
         "nothing connected for anyone"
     );
 
-    let (status, page) = chat.landed(&callback).await;
-    assert_eq!(status, 200, "{page}");
-    assert!(page.contains("Connected notes"), "{page}");
+    // The forwarded link, in the starter's own browser: the sign-in is over.
+    assert_refused(&chat, &callback, 400, &["already used"]).await;
+    assert_eq!(accounts(&chat.app).await, vec![], "still nothing connected");
+    let client = client_id(&chat.app).await;
+    assert_eq!(
+        codes_redeemed(&lab, &client),
+        0,
+        "the code never reached nanoidp"
+    );
     let events = chat.stream.rest().await;
-    assert_eq!(of(&events, "input_resolved")[0]["action"], "accept");
-    let results = results(&events);
-    assert_eq!(results.len(), 2, "{events:?}");
-    assert!(results.iter().all(|r| r["status"] == "ok"), "{events:?}");
-    let stored = accounts(&chat.app).await;
-    assert_eq!(stored.len(), 1, "{stored:?}");
-    assert_eq!(stored[0].owner, subject_of(&chat.token));
+    assert_eq!(of(&events, "input_resolved")[0]["action"], "decline");
+    assert_ended(results(&events)[0], "chose not to connect");
     chat.app.stop().await;
 }
 
@@ -339,6 +342,11 @@ async fn a_callback_from_another_issuer_or_none_is_refused() {
 
     let elsewhere = with_param(&callback, "iss", Some("https://idp.attacker.example"));
     assert_refused(&chat, &elsewhere, 400, ANOTHER_ISSUER).await;
+    let (_, page) = chat.landed(&elsewhere).await;
+    assert!(
+        !page.contains("attacker.example"),
+        "the page never repeats what a link brought: {page}"
+    );
     assert_eq!(accounts(&chat.app).await, vec![]);
 
     let nameless = with_param(&callback, "iss", None);
@@ -385,6 +393,85 @@ async fn a_denial_from_another_issuer_is_refused() {
     assert_eq!(of(&events, "input_resolved")[0]["action"], "accept");
     assert_eq!(results(&events)[0]["status"], "ok", "{events:?}");
     chat.app.stop().await;
+}
+
+/// 4c. A code the authorization server does not redeem (here: one it never issued,
+/// with the right `state` and `iss`): the sign-in is over, the page says so in its
+/// own words (never the authorization server's, which a link can steer), and the
+/// call that waited is told. The real callback afterwards connects nothing.
+#[tokio::test]
+#[ignore = "needs the connected-accounts lab: run by scripts/check-connected-accounts"]
+async fn a_code_not_redeemed_ends_the_sign_in_with_a_safe_page() {
+    let Some(lab) = Lab::from_env() else { return };
+    let script = connect_then([Turn::text("Fine, without notes.")]);
+    let mut chat = Started::new(&lab, script, "Connect notes").await;
+    let callback = chat.sign_in(&lab, "alice").await;
+    let bogus = with_param(&callback, "code", Some("not-a-code-nanoidp-issued"));
+    let (status, page) = chat.landed(&bogus).await;
+    assert_eq!(status, 502, "{page}");
+    assert!(page.contains("did not accept the sign-in"), "{page}");
+    for leaked in ["invalid_grant", "not-a-code", "Server returned"] {
+        assert!(!page.contains(leaked), "{leaked:?} on the page: {page}");
+    }
+    let events = chat.stream.rest().await;
+    assert_eq!(of(&events, "input_resolved")[0]["action"], "decline");
+    assert_refused(&chat, &callback, 400, &["already used"]).await;
+    assert_eq!(accounts(&chat.app).await, vec![], "nothing connected");
+    chat.app.stop().await;
+}
+
+/// 4d. One person starting sign-in after sign-in from the accounts panel: past
+/// `MAITRED_SIGN_INS_PER_PERSON` under way, the next is refused (429) and records
+/// nothing; another person is not held back; one that comes back frees a place.
+#[tokio::test]
+#[ignore = "needs the connected-accounts lab: run by scripts/check-connected-accounts"]
+async fn sign_ins_under_way_are_capped_per_person() {
+    let Some(lab) = Lab::from_env() else { return };
+    let app = crate::connected_accounts::app_with(&lab, &Database::Sqlite, connect_then([]), |s| {
+        s.gateway.sign_ins_per_person = 3
+    })
+    .await;
+    let operator = person(&app, "operator").await;
+    let start = |token: String| {
+        let app = &app;
+        async move {
+            let response = app
+                .gateway_post("/api/v1/resos/accounts/notes/connect", &token, &json!({}))
+                .await;
+            let status = response.status().as_u16();
+            (
+                status,
+                response.json::<Value>().await.unwrap_or(Value::Null),
+            )
+        }
+    };
+    let burst: Vec<(u16, Value)> =
+        futures::future::join_all((0..8).map(|_| start(operator.clone()))).await;
+    let started: Vec<&Value> = burst
+        .iter()
+        .filter(|(s, _)| *s == 200)
+        .map(|(_, b)| b)
+        .collect();
+    assert_eq!(started.len(), 3, "{burst:?}");
+    let refused = burst.iter().find(|(s, _)| *s != 200).unwrap();
+    assert_eq!(refused.0, 429, "{refused:?}");
+    let (rows,): (i64,) =
+        sqlx::query_as("SELECT COUNT(*) FROM account_authorizations WHERE used_at IS NULL")
+            .fetch_one(app.db.pool())
+            .await
+            .unwrap();
+    assert_eq!(rows, 3);
+    // Someone else starts theirs.
+    let (status, body) = start(person(&app, "user").await).await;
+    assert_eq!(status, 200, "{body}");
+    // One of the operator's comes back: a place is free again.
+    let url = started[0]["authorization_url"].as_str().unwrap();
+    let callback = lab.sign_in(url, "alice").await;
+    let (status, page) = crate::connected_accounts::landed(&app, &callback, &operator).await;
+    assert_eq!(status, 200, "{page}");
+    assert_eq!(start(operator.clone()).await.0, 200);
+    assert_eq!(start(operator.clone()).await.0, 429);
+    app.stop().await;
 }
 
 /// 5. A sign-in link used after `MAITRED_CONNECT_TIMEOUT`: refused as expired before

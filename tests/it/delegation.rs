@@ -183,7 +183,7 @@ async fn the_backend_writes_only_as_a_person_who_may(database: &Database) {
 }
 
 /// The gateway's token for the MCP server, acting for `username`.
-async fn mcp_token_of(app: &TestApp, username: &str) -> String {
+pub(crate) async fn mcp_token_of(app: &TestApp, username: &str) -> String {
     let person = person_tokens(app, username, "openid chat.read chat.write").await;
     let (status, hop1) = exchange_as(
         app,
@@ -282,7 +282,7 @@ async fn our_mcp_server_reaches_the_backend_as_the_person(database: &Database) {
 }
 
 /// A person's token for the chat API: they signed in at the web client.
-async fn chat_token_of(app: &TestApp, username: &str) -> String {
+pub(crate) async fn chat_token_of(app: &TestApp, username: &str) -> String {
     person_tokens(app, username, "openid profile chat.read chat.write").await["access_token"]
         .as_str()
         .unwrap()
@@ -465,9 +465,10 @@ async fn people_asking_at_once_reach_the_backend_as_themselves() {
     app.stop().await;
 }
 
-/// A person whose login is revoked stops reaching the tools once the delegated tokens
-/// already issued lapse (`MAITRED_DELEGATED_TOKEN_TTL`, 2 s here), though their own
-/// access token has minutes left.
+/// A person whose login is revoked asks nothing more, though their own access token
+/// has minutes left: the gateway refuses the token, and the issuer the exchange the
+/// tools would need (the delegated tokens already issued lapse within
+/// `MAITRED_DELEGATED_TOKEN_TTL`, 2 s here).
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_revoked_login_stops_reaching_the_tools_within_the_delegated_lifetime() {
     let tables = || {
@@ -511,13 +512,23 @@ async fn a_revoked_login_stops_reaching_the_tools_within_the_delegated_lifetime(
     }
     tokio::time::sleep(std::time::Duration::from_millis(2500)).await;
 
-    let second = app.ask(token, "Which tables now?", None).await.rest().await;
-    let result = of(&second, "tool_result")[0];
-    assert_ne!(result["status"], "ok", "{second:?}");
-    assert!(
-        result["summary"].as_str().unwrap().contains("revoked"),
-        "{result}"
-    );
+    // The gateway shares the issuer's database: the revoked login's token is refused
+    // at the door (issue 37, finding 9), before any tool is reached.
+    let second = app
+        .http
+        .post(format!("{}/api/v1/resos/stream/chat", app.gateway_url))
+        .bearer_auth(token)
+        .json(&serde_json::json!({ "question": "Which tables now?" }))
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(second.status(), 401);
+    let body: Value = second.json().await.unwrap();
+    assert!(body.to_string().contains("revoked"), "{body}");
+    // And the exchange the tools would need is refused by the issuer itself.
+    let (status, refused) = exchange_as(&app, "maitred-gateway", token, &[]).await;
+    assert_eq!(status, 400, "{refused}");
+    assert!(refused.to_string().contains("revoked"), "{refused}");
     app.stop().await;
 }
 

@@ -130,7 +130,8 @@ async fn a_write_from_the_chat_carries_the_key_stored_with_its_call(database: &D
     ]);
     let proxy = RecordingProxy::default();
     let app = spawn_behind(&proxy, database, Llm::Scripted(script)).await;
-    let token = app.chat_token().await;
+    // A person who may book (a chat-only client never writes: security_subjects.rs).
+    let token = crate::delegation::chat_token_of(&app, "operator").await;
 
     let events = app.ask_and_approve(&token, "Book Kim in").await;
     let results: Vec<&str> = of(&events, "tool_result")

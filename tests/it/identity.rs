@@ -527,7 +527,8 @@ async fn clients_get_only_what_they_are_registered_for() {
         )
         .await;
     assert_eq!(status, 200, "{body}");
-    assert_eq!(body["scope"], "chat.read chat.write");
+    // Its registration: the chat, and the tools' reads its exchanged tokens may carry.
+    assert_eq!(body["scope"], "chat.read chat.write mcp.read backend.read");
 
     // client_secret_post works as well as Basic; a wrong secret is invalid_client.
     let post = app

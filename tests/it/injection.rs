@@ -649,7 +649,9 @@ async fn hostile_tool_output_causes_nothing_the_person_did_not_approve() {
         })
         .await;
         let days = seed(&app, &attacker).await;
-        let token = app.chat_token().await;
+        // A person who may book, so the approved write is made and the others are
+        // the suite's to catch (a chat-only client could write nothing at all).
+        let token = crate::delegation::chat_token_of(&app, "operator").await;
         for (case, day) in CASES.iter().zip(&days) {
             let events = ask(&app, &token, case, day).await;
             let answered = answer(&events);

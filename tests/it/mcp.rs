@@ -705,3 +705,89 @@ async fn a_tool_name_cannot_forge_a_log_line() {
     }
     app.stop().await;
 }
+
+/// Finding 5 of the third security round: one caller opened 60 legacy sessions.
+/// Past `MAITRED_MCP_SESSIONS_PER_CALLER` an `initialize` is refused (429) and opens
+/// nothing; another caller still opens theirs, up to `MAITRED_MCP_SESSIONS_IN_ALL`;
+/// closing one frees its place. Requests in a session, and modern requests without
+/// one, go on.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn legacy_sessions_are_capped_per_caller_and_in_all() {
+    let app = TestApp::spawn_with(&Database::Sqlite, |s| {
+        s.mcp.caps.sessions_per_caller = 3;
+        s.mcp.caps.sessions_in_all = 4;
+    })
+    .await;
+    let token = app.token("maitred-gateway", &[]).await;
+    let burst =
+        futures::future::join_all((0..8).map(|_| post(&app, Some(&token), None, initialize())))
+            .await;
+    let mut sessions = Vec::new();
+    for response in burst {
+        match response.status().as_u16() {
+            200 => sessions.push(
+                response.headers()["mcp-session-id"]
+                    .to_str()
+                    .unwrap()
+                    .to_owned(),
+            ),
+            429 => {
+                assert!(response.headers().contains_key("retry-after"));
+                let body: Value = response.json().await.unwrap();
+                assert_eq!(body["error"], "too_many_sessions", "{body}");
+            }
+            other => panic!("unexpected {other}"),
+        }
+    }
+    assert_eq!(sessions.len(), 3);
+    // The sessions it holds still answer.
+    let list = json!({ "jsonrpc": "2.0", "id": 2, "method": "tools/list" });
+    assert_eq!(
+        post(&app, Some(&token), Some(&sessions[0]), list.clone())
+            .await
+            .status(),
+        200
+    );
+
+    // A delegated token opens sessions as its client (the gateway): at its cap.
+    let operator = crate::delegation::mcp_token_of(&app, "operator").await;
+    assert_eq!(
+        post(&app, Some(&operator), None, initialize())
+            .await
+            .status(),
+        429
+    );
+    // Another caller: one more in all, then none.
+    let now = chrono::Utc::now().timestamp();
+    let caller = |name: &str| {
+        json!({ "iss": app.url, "sub": name, "client_id": name, "aud": app.mcp_url,
+                "exp": now + 300, "iat": now, "scope": "mcp.read" })
+    };
+    let other = crate::token_exchange::signed(&app, &caller("other-app")).await;
+    assert_eq!(
+        post(&app, Some(&other), None, initialize()).await.status(),
+        200
+    );
+    let third = crate::token_exchange::signed(&app, &caller("third-app")).await;
+    assert_eq!(
+        post(&app, Some(&third), None, initialize()).await.status(),
+        429
+    );
+
+    // Closing one of the first caller's frees a place, for anyone.
+    let closed = app
+        .http
+        .delete(&app.mcp_url)
+        .bearer_auth(&token)
+        .header("mcp-session-id", &sessions[0])
+        .header("mcp-protocol-version", "2025-11-25")
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(closed.status(), 204);
+    assert_eq!(
+        post(&app, Some(&third), None, initialize()).await.status(),
+        200
+    );
+    app.stop().await;
+}

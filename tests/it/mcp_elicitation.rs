@@ -455,9 +455,51 @@ async fn a_request_state_only_answers_the_call_it_was_issued_for() {
         panic!("expected the booking, got {booked:?}");
     };
     assert_eq!(booked.is_error, Some(false), "{}", text(&booked));
+    let booked = booked.structured_content.unwrap();
+    assert_eq!(booked["guest"]["name"], "Eve Replay");
+
+    // Finding 9 of the third security round: one state booked three tables. Sent
+    // again (concurrently, too), the same state and answer get the same booking back,
+    // never another; with another answer, a refusal.
+    let again =
+        futures::future::join_all((0..3).map(|_| client.call_tool_once(retry(&arguments, &state))))
+            .await;
+    for response in again {
+        let CallToolResponse::Complete(result) = response.unwrap() else {
+            panic!("expected a result");
+        };
+        if result.is_error == Some(false) {
+            assert_eq!(result.structured_content.unwrap()["_id"], booked["_id"]);
+        } else {
+            // A repeat that found the first still in flight.
+            assert!(text(&result).contains("Idempotency"), "{}", text(&result));
+        }
+    }
     assert_eq!(
-        booked.structured_content.unwrap()["guest"]["name"],
-        "Eve Replay"
+        bookings_on(&client, &date).await,
+        before + 1,
+        "one state, one booking"
+    );
+    let other_answer = serde_json::to_value(accept(
+        json!({ "guestName": "Mallory Replay", "guestEmail": "mallory@example.org" }),
+    ))
+    .unwrap();
+    let replayed = client
+        .call_tool_once(
+            params("createBooking", &arguments)
+                .with_request_state(state.clone())
+                .with_input_responses([("guest".to_owned(), other_answer)].into()),
+        )
+        .await
+        .unwrap();
+    let CallToolResponse::Complete(replayed) = replayed else {
+        panic!("expected a result, got {replayed:?}");
+    };
+    assert_eq!(replayed.is_error, Some(true), "{}", text(&replayed));
+    assert_eq!(
+        bookings_on(&client, &date).await,
+        before + 1,
+        "one state, one booking"
     );
     client.cancel().await.unwrap();
     app.stop().await;

@@ -528,3 +528,72 @@ async fn a_client_without_the_extension_gets_the_report_in_the_call_with_progres
     }
     app.stop().await;
 }
+
+/// Finding 5 of the third security round: one person started 15 month reports in a
+/// tenth of a second. Past `MAITRED_MCP_TASKS_PER_CALLER` a call that would start a
+/// task is a tool error and starts nothing; another caller still starts theirs, up
+/// to `MAITRED_MCP_TASKS_IN_ALL` together; a task that ends frees its place.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn tasks_are_capped_per_caller_and_in_all() {
+    let app = TestApp::spawn_with(&Database::Sqlite, |settings| {
+        // Slow enough that every report is still running while the next starts.
+        settings.mcp.report_step_delay = Duration::from_secs(2);
+        settings.mcp.caps.tasks_per_caller = 3;
+        settings.mcp.caps.tasks_in_all = 4;
+    })
+    .await;
+    let token = app.token("maitred-gateway", &[]).await;
+    let owner = connect(&app, &token, Caller::new(MODERN, true)).await;
+    let (month, ..) = this_month();
+    let burst =
+        futures::future::join_all((0..8).map(|_| owner.call_tool_once(report_call(Some(&month)))))
+            .await;
+    let mut started = Vec::new();
+    let mut refused = Vec::new();
+    for response in burst {
+        match response.unwrap() {
+            CallToolResponse::Task(created) => started.push(created.task.task_id),
+            CallToolResponse::Complete(result) => refused.push(result),
+            other => panic!("unexpected {other:?}"),
+        }
+    }
+    assert_eq!(started.len(), 3, "{refused:?}");
+    assert_eq!(refused.len(), 5);
+    for result in &refused {
+        assert_eq!(result.is_error, Some(true), "{result:?}");
+        let text = serde_json::to_string(&result.content).unwrap();
+        assert!(text.contains("3 tasks running already"), "{text}");
+    }
+
+    // Another caller (a person, through the gateway): one more place in all, then none.
+    let operator = crate::delegation::mcp_token_of(&app, "operator").await;
+    let stranger = connect(&app, &operator, Caller::new(MODERN, true)).await;
+    start(&stranger, Some(&month)).await;
+    match stranger
+        .call_tool_once(report_call(Some(&month)))
+        .await
+        .unwrap()
+    {
+        CallToolResponse::Complete(result) => {
+            assert_eq!(result.is_error, Some(true));
+            let text = serde_json::to_string(&result.content).unwrap();
+            assert!(text.contains("as many tasks as it runs at once"), "{text}");
+        }
+        other => panic!("expected a tool error, got {other:?}"),
+    }
+
+    // One of the owner's ends: a place is free again.
+    owner
+        .peer()
+        .cancel_task(CancelTaskParams::new(started[0].clone()))
+        .await
+        .unwrap();
+    for _ in 0..100 {
+        if get(&owner, &started[0]).await.task.status() == TaskStatus::Cancelled {
+            break;
+        }
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    }
+    start(&owner, Some(&month)).await;
+    app.stop().await;
+}

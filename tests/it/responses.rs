@@ -488,7 +488,8 @@ async fn a_write_waits_for_an_approval_response_and_runs_once_with_its_first_key
     ]);
     let proxy = RecordingProxy::default();
     let app = spawn_behind(&proxy, database, Llm::Scripted(script)).await;
-    let token = app.chat_token().await;
+    // A person who may book (a chat-only client never writes: security_subjects.rs).
+    let token = crate::delegation::chat_token_of(&app, "operator").await;
     let asked = object(
         post(
             &app,

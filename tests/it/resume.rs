@@ -45,7 +45,27 @@ impl One {
             &[backend.as_str(), gateway.as_str()],
         )
         .await;
-        let token = maitred.token(&backend, "maitred-cli").await;
+        // A person who may book: a chat-only client's writes are refused downstream
+        // (issue 37, finding 2).
+        let password = maitred::identity::dev::DevCredentials::load(data.path())
+            .unwrap()
+            .users["operator"]
+            .password
+            .clone();
+        let tokens = crate::token_exchange::person_tokens_at(
+            &reqwest::Client::new(),
+            &backend,
+            // The web client's redirect as registered: the gateway's public URL.
+            &format!(
+                "{}/login/callback",
+                gateway.replace("127.0.0.1", "localhost")
+            ),
+            "operator",
+            &password,
+            "openid profile chat.read chat.write",
+        )
+        .await;
+        let token = tokens["access_token"].as_str().unwrap().to_owned();
         Self {
             maitred,
             _data: data,

@@ -205,4 +205,40 @@ on_both_databases!(
     rejected_refreshes_leave_the_token_usable,
     a_replayed_refresh_token_still_revokes_the_login,
     concurrent_refreshes_of_one_token_have_one_winner,
+    a_revoked_logins_access_token_is_refused_at_the_gateway,
 );
+
+/// Finding 9 of the third security round: an access token outlived its revoked
+/// login by up to its 15 minutes at the gateway. The gateway shares the built-in
+/// issuer's database and now refuses a bearer token of a revoked login at once.
+async fn a_revoked_logins_access_token_is_refused_at_the_gateway(database: &Database) {
+    let app = TestApp::spawn_with(database, with_partner).await;
+    let gateway = app.settings.gateway_resource();
+    let password = app.credentials().users["user"].password.clone();
+    let login = Login {
+        issuer: &app.url,
+        client: PARTNER,
+        secret: Some(PARTNER_SECRET),
+        redirect: PARTNER_REDIRECT,
+        scope: "openid chat.read",
+        resource: Some(&gateway),
+        username: "user",
+        password: &password,
+    };
+    let (status, tokens) = login.tokens(&app.http).await;
+    assert_eq!(status, 200, "{tokens}");
+    let access = tokens["access_token"].as_str().unwrap();
+    let first = tokens["refresh_token"].as_str().unwrap();
+    let conversations = "/api/v1/resos/conversations";
+    assert_eq!(app.gateway_get(conversations, access).await.status(), 200);
+
+    // A stolen refresh token replayed after its owner used it: the login is revoked.
+    refreshed(&app, first).await;
+    let (status, _) = refresh(&app, first).await;
+    assert_eq!(status, 400);
+    let refused = app.gateway_get(conversations, access).await;
+    assert_eq!(refused.status(), 401);
+    let body: Value = refused.json().await.unwrap();
+    assert!(body.to_string().contains("revoked"), "{body}");
+    app.stop().await;
+}

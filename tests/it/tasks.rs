@@ -85,6 +85,30 @@ impl Lab {
                     ))
                 })
             }),
+            // Asks the person to open `url` (URL-mode elicitation), then says what
+            // they answered.
+            "open_page" => {
+                let scheme = if arguments.get("secure").and_then(Value::as_bool) == Some(true) {
+                    "https"
+                } else {
+                    "http"
+                };
+                let url = format!("{scheme}://pay.example.com/deposit?booking=7");
+                self.tasks.spawn(options, move |ctx| {
+                    Box::pin(async move {
+                        let page = ElicitRequestParams::UrlElicitationParams {
+                            meta: None,
+                            message: "Pay the deposit on this page.".to_owned(),
+                            url,
+                            elicitation_id: "deposit-1".to_owned(),
+                        };
+                        let asked = InputRequest::Elicitation(ElicitRequest::new(page));
+                        let answer = ctx.request_input("page", asked).await?;
+                        seen.lock().unwrap().push(format!("answered {answer}"));
+                        Ok(CallToolResult::structured(json!({"answer": answer})))
+                    })
+                })
+            }
             "forever" => self.tasks.spawn(options, move |ctx| {
                 Box::pin(async move {
                     ctx.set_status_message("working on it");
@@ -135,7 +159,7 @@ impl ServerHandler for Lab {
         let schema = json!({"type": "object", "properties": {"steps": {"type": "integer"}}});
         let schema = Arc::new(schema.as_object().unwrap().clone());
         Ok(ListToolsResult::with_all_items(
-            ["crunch", "ask_name", "forever", "vanish"]
+            ["crunch", "ask_name", "open_page", "forever", "vanish"]
                 .into_iter()
                 .map(|name| Tool::new(name, format!("The {name} tool"), schema.clone()))
                 .collect(),
@@ -596,6 +620,50 @@ async fn a_tasks_question_is_answered_through_its_card() {
         .await;
     assert_eq!(late.status(), 409, "it asks nothing now");
     app.stop().await;
+}
+
+/// Finding 6 of the third security round: a task's URL-mode question skipped the
+/// https rule a call's follows, and an `http:` link reached the UI. Now such a page
+/// is never shown: the task is told the person declined, and goes on; an https page
+/// is shown as before.
+#[tokio::test]
+async fn a_tasks_plain_http_page_never_reaches_the_person() {
+    for (secure, shown) in [(false, false), (true, true)] {
+        let (app, seen) = spawn(
+            &Database::Sqlite,
+            Duration::from_millis(50),
+            script("open_page", json!({ "secure": secure }), "Done."),
+            |_| {},
+        )
+        .await;
+        let token = app.chat_token().await;
+        let (conversation, events) = ask(&app, &token, "Take the deposit").await;
+        assert!(
+            !format!("{events:?}").contains("pay.example.com"),
+            "{events:?}"
+        );
+        if shown {
+            let asking = until(&app, &token, &conversation, Duration::from_secs(5), |t| {
+                t["status"] == "input_required"
+            })
+            .await;
+            assert_eq!(
+                asking.last().unwrap()["input"]["url"],
+                "https://pay.example.com/deposit?booking=7"
+            );
+        } else {
+            lab_saw(&seen, r#"answered {"action":"decline"}"#).await;
+            let states = until(&app, &token, &conversation, Duration::from_secs(10), posted).await;
+            for state in &states {
+                assert!(
+                    !state.to_string().contains("pay.example.com"),
+                    "the page reached the API: {state}"
+                );
+            }
+            assert_eq!(states.last().unwrap()["status"], "completed");
+        }
+        app.stop().await;
+    }
 }
 
 #[tokio::test]

@@ -2,9 +2,12 @@
 //! the clients acting for them (its `act` chain), and the tool call that asked.
 //!
 //! The backend decides by the person, whatever the caller in front of it decided: a
-//! token that names a person's roles must carry a role that may write. A token with
-//! no roles is a client acting for no person (client credentials), whose access is
-//! its registration's business.
+//! token about a person must carry a role that may write, and a person without roles
+//! (an external issuer that sends none) may not write. Whether the subject is a
+//! person or a client is what the token says (`subject_type`, or `sub == client_id`),
+//! never read from the absence of roles. A client acting for no person writes with
+//! what its registration grants (`backend.write`), which the issuer gives a client
+//! for this audience only if its registration holds it.
 
 use std::sync::Arc;
 
@@ -76,7 +79,7 @@ where
         let scoped = Scoped::<WriteScope, ApiError>::from_request_parts(parts, state).await?;
         let principal = scoped.principal;
         let roles = &principal.roles;
-        if !roles.is_empty() && !WRITING_ROLES.iter().any(|r| principal.has_role(r)) {
+        if !principal.is_client() && !WRITING_ROLES.iter().any(|r| principal.has_role(r)) {
             let verifier = Arc::<TokenVerifier>::from_ref(state);
             return Err(verifier
                 .error(
@@ -87,7 +90,11 @@ where
                         "{} may read but not write: writes need the role {} (the token's roles: {})",
                         principal.subject,
                         WRITING_ROLES.join(" or "),
-                        roles.join(", ")
+                        if roles.is_empty() {
+                            "none".to_owned()
+                        } else {
+                            roles.join(", ")
+                        }
                     ),
                 )
                 .into());

@@ -163,6 +163,12 @@ pub struct CommonArgs {
     #[arg(long, env = "MAITRED_TRUSTED_PROXIES", value_delimiter = ',')]
     pub trusted_proxies: Vec<String>,
 
+    /// A token (16 characters or more) every role's `GET /metrics` then requires as
+    /// `Authorization: Bearer <token>`; unset, `/metrics` answers anyone who reaches
+    /// the port (keep it off public routes).
+    #[arg(long, env = "MAITRED_METRICS_TOKEN", hide_env_values = true)]
+    pub metrics_token: Option<String>,
+
     /// The header the trusted proxies write: x-forwarded-for or forwarded (RFC 7239).
     #[arg(
         long,
@@ -291,6 +297,24 @@ pub struct McpArgs {
     /// 0 runs it as fast as the backend answers.
     #[arg(long, env = "MAITRED_MCP_REPORT_STEP_DELAY", default_value_t = Span(defaults::MCP_REPORT_STEP_DELAY))]
     pub mcp_report_step_delay: Span,
+
+    /// Tasks one caller (a person, or a client calling for itself) may have running
+    /// at once; past it, a call that would start one is answered with a tool error.
+    #[arg(long, env = "MAITRED_MCP_TASKS_PER_CALLER", default_value_t = defaults::MCP_TASKS_PER_CALLER)]
+    pub mcp_tasks_per_caller: usize,
+
+    /// Tasks every caller together may have running at once.
+    #[arg(long, env = "MAITRED_MCP_TASKS_IN_ALL", default_value_t = defaults::MCP_TASKS_IN_ALL)]
+    pub mcp_tasks_in_all: usize,
+
+    /// Sessions (2025-11-25 revision) one caller may hold open at once; past it,
+    /// `initialize` is refused with 429 until one is closed or idles out.
+    #[arg(long, env = "MAITRED_MCP_SESSIONS_PER_CALLER", default_value_t = defaults::MCP_SESSIONS_PER_CALLER)]
+    pub mcp_sessions_per_caller: usize,
+
+    /// Sessions every caller together may hold open at once.
+    #[arg(long, env = "MAITRED_MCP_SESSIONS_IN_ALL", default_value_t = defaults::MCP_SESSIONS_IN_ALL)]
+    pub mcp_sessions_in_all: usize,
 }
 
 #[derive(Debug, Clone, Args)]
@@ -452,6 +476,12 @@ pub struct GatewayArgs {
     /// or the panel to its return.
     #[arg(long, env = "MAITRED_CONNECT_TIMEOUT", default_value_t = Span(defaults::CONNECT_TIMEOUT))]
     pub connect_timeout: Span,
+
+    /// Sign-ins at connected accounts' servers one person may have under way at once
+    /// (started and not yet back or expired); past it, a new one is refused until one
+    /// ends or expires.
+    #[arg(long, env = "MAITRED_SIGN_INS_PER_PERSON", default_value_t = defaults::SIGN_INS_PER_PERSON)]
+    pub sign_ins_per_person: usize,
 
     /// Serve the web UI from this folder (a `frontend/dist` build) instead of the
     /// copy embedded in the binary at compile time.

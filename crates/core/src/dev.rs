@@ -16,6 +16,29 @@ use crate::settings::Settings;
 use crate::settings::identity_file::{ClientConfig, Grant, IdentityFile, Role, UserConfig};
 
 pub const FILE_NAME: &str = "dev-credentials.json";
+/// Dev mode's sealing key (as `MAITRED_ACCOUNT_KEYS` would give it), beside the
+/// credentials: it seals browser sessions' and connected accounts' tokens.
+pub const SEALING_KEY_FILE: &str = "account-keys";
+
+/// The dev sealing key's file in `data_dir`, made on first use, so a restart still
+/// opens what was sealed. Made by whichever role starts first in dev mode (a gateway
+/// whose data dir is read-only finds the one the backend made).
+pub fn sealing_key_file(data_dir: &Path) -> anyhow::Result<PathBuf> {
+    let path = data_dir.join(SEALING_KEY_FILE);
+    if !path.exists() {
+        crate::db::files::create_private_file(&path)
+            .with_context(|| format!("creating {}", path.display()))?;
+        let key = format!(
+            "dev1:{}",
+            base64::Engine::encode(
+                &base64::engine::general_purpose::STANDARD,
+                random::bytes(32)
+            )
+        );
+        std::fs::write(&path, key).with_context(|| format!("writing {}", path.display()))?;
+    }
+    Ok(path)
+}
 
 #[derive(Debug, Clone, Serialize, Deserialize)]
 pub struct DevCredentials {
@@ -34,7 +57,8 @@ struct DemoClient {
     public: bool,
     grants: &'static [Grant],
     scopes: &'static [&'static str],
-    audience: &'static str,
+    /// The first is the default.
+    audiences: &'static [&'static str],
     /// What it acts for people on: the audience of the tokens it may exchange.
     subject_audience: Option<&'static str>,
     /// A public client's redirect URI, if not the gateway's login callback.
@@ -47,7 +71,7 @@ const DEMO_CLIENTS: &[DemoClient] = &[
         public: false,
         grants: &[Grant::ClientCredentials, Grant::TokenExchange],
         scopes: &["backend.read", "backend.write"],
-        audience: "backend",
+        audiences: &["backend"],
         subject_audience: Some("mcp"),
         redirect_uri: None,
     },
@@ -56,7 +80,7 @@ const DEMO_CLIENTS: &[DemoClient] = &[
         public: false,
         grants: &[Grant::ClientCredentials, Grant::TokenExchange],
         scopes: &["mcp.read", "mcp.write"],
-        audience: "mcp",
+        audiences: &["mcp"],
         subject_audience: Some("gateway"),
         redirect_uri: None,
     },
@@ -72,7 +96,7 @@ const DEMO_CLIENTS: &[DemoClient] = &[
             "chat.read",
             "chat.write",
         ],
-        audience: "gateway",
+        audiences: &["gateway"],
         subject_audience: None,
         redirect_uri: None,
     },
@@ -80,8 +104,11 @@ const DEMO_CLIENTS: &[DemoClient] = &[
         id: "maitred-cli",
         public: false,
         grants: &[Grant::ClientCredentials],
-        scopes: &["chat.read", "chat.write"],
-        audience: "gateway",
+        // A client acting for no person gets, through the gateway and the MCP role,
+        // only what its registration holds at their audiences: the tools' reads,
+        // never a write.
+        scopes: &["chat.read", "chat.write", "mcp.read", "backend.read"],
+        audiences: &["gateway", "mcp", "backend"],
         subject_audience: None,
         redirect_uri: None,
     },
@@ -99,7 +126,7 @@ const DEMO_CLIENTS: &[DemoClient] = &[
             "mcp.read",
             "mcp.write",
         ],
-        audience: "mcp",
+        audiences: &["mcp"],
         subject_audience: None,
         redirect_uri: Some(DESKTOP_REDIRECT_URI),
     },
@@ -171,6 +198,7 @@ impl DevCredentials {
         if changed {
             credentials.save(data_dir)?;
         }
+        sealing_key_file(data_dir)?;
         Ok(credentials)
     }
 
@@ -199,7 +227,7 @@ impl DevCredentials {
                 public: c.public,
                 grants: c.grants.to_vec(),
                 scopes: c.scopes.iter().map(|s| (*s).to_owned()).collect(),
-                audiences: vec![c.audience.to_owned()],
+                audiences: c.audiences.iter().map(|a| (*a).to_owned()).collect(),
                 redirect_uris: match (c.public, c.redirect_uri) {
                     (true, Some(uri)) => vec![uri.to_owned()],
                     (true, None) => vec![format!("{gateway}/login/callback")],

@@ -47,6 +47,8 @@ pub struct Metrics {
 struct Inner {
     registry: Mutex<Registry>,
     http: HttpMetrics,
+    /// `MAITRED_METRICS_TOKEN`: what a scrape of `/metrics` must bring, if set.
+    scrape_token: Option<secrecy::SecretString>,
 }
 
 /// What the common middleware records for every request.
@@ -80,8 +82,23 @@ impl Default for Metrics {
 }
 
 impl Metrics {
+    /// A fresh registry whose `/metrics` answers only a scrape bearing `token`
+    /// (`MAITRED_METRICS_TOKEN`), or anyone when `None`.
+    pub fn for_scrapes_with(token: Option<&secrecy::SecretString>) -> Self {
+        Self::made(token.cloned())
+    }
+
+    /// What a scrape must bring, if anything.
+    pub fn scrape_token(&self) -> Option<&secrecy::SecretString> {
+        self.inner.scrape_token.as_ref()
+    }
+
     /// A fresh registry with the HTTP series registered.
     pub fn new() -> Self {
+        Self::made(None)
+    }
+
+    fn made(scrape_token: Option<secrecy::SecretString>) -> Self {
         let mut registry = Registry::with_prefix("maitred");
         let http = HttpMetrics {
             requests: Family::default(),
@@ -109,6 +126,7 @@ impl Metrics {
             inner: Arc::new(Inner {
                 registry: Mutex::new(registry),
                 http,
+                scrape_token,
             }),
         }
     }

@@ -85,6 +85,20 @@ where
                     )
                     .into());
             }
+            // A token of a revoked login (a replayed refresh token revokes the whole
+            // login) is refused now, not when it expires.
+            if let Some(login) = &principal.login
+                && state.sessions.login_revoked(login).await?
+            {
+                tracing::info!(subject = ?principal.subject, "refused a bearer token of a revoked login");
+                return Err(state
+                    .verifier
+                    .error(
+                        AuthErrorKind::InvalidToken,
+                        "the token's login has been revoked; sign in again",
+                    )
+                    .into());
+            }
             let subject = owner_of(&principal).ok_or_else(|| {
                 state.verifier.error(
                     AuthErrorKind::InvalidToken,

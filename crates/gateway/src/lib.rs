@@ -148,7 +148,10 @@ pub fn own_mcp_server(settings: &Settings, secret: SecretString) -> ServerConfig
             client_id: "maitred-gateway".to_owned(),
             client_secret: Some(secret),
             client_secret_env: None,
-            scopes: vec!["mcp.read".to_owned(), "mcp.write".to_owned()],
+            // None asked for by name: the issuer grants what the caller may pass on
+            // (a person who only reads, a client whose registration holds only
+            // `mcp.read`) rather than refusing a request for more.
+            scopes: Vec::new(),
             resource: Some(settings.mcp_resource()),
             issuer: None,
             token_url: None,
@@ -205,7 +208,7 @@ pub async fn router(
     shutdown: CancellationToken,
     tasks: TaskTracker,
 ) -> anyhow::Result<(Router, GatewayState)> {
-    let metrics = Metrics::new();
+    let metrics = Metrics::for_scrapes_with(settings.metrics_token.as_ref());
     let gateway_metrics = GatewayMetrics::register(&metrics);
     let http = maitred_core::http_client::new()?;
     let streaming = maitred_core::http_client::streaming()?;
@@ -216,6 +219,11 @@ pub async fn router(
     let file = &settings.gateway.file;
     let servers = servers(settings)?;
     let dev = settings.mode == Mode::Dev;
+    // One key ring seals every person's token the gateway keeps.
+    let sealing = Accounts::key_ring(
+        settings.gateway.account_keys.as_ref(),
+        dev.then_some(settings.data_dir.as_path()),
+    )?;
     let accounts = Accounts::new(
         db.clone(),
         &servers,
@@ -223,12 +231,9 @@ pub async fn router(
             http: http.clone(),
             events: gateway_metrics.account_events.clone(),
             public_url: &settings.gateway.endpoint.public_url,
-            keys: Accounts::key_ring(
-                &servers,
-                settings.gateway.account_keys.as_ref(),
-                dev.then_some(settings.data_dir.as_path()),
-            )?,
+            keys: sealing.clone(),
             connect_timeout: settings.gateway.connect_timeout,
+            sign_ins_per_person: settings.gateway.sign_ins_per_person,
             loopback_http: dev,
             url_policy: settings.url_policy(),
         },
@@ -405,14 +410,25 @@ pub async fn router(
             }
         }
     }
-    let sessions = Arc::new(Sessions::new(
-        db.clone(),
-        http,
-        settings.issuer_location(),
-        verifier.clone(),
-        &settings.gateway.endpoint.public_url,
-        settings.gateway_resource(),
-    ));
+    let sessions = Arc::new(
+        Sessions::new(
+            db.clone(),
+            http,
+            settings.issuer_location(),
+            verifier.clone(),
+            &settings.gateway.endpoint.public_url,
+            settings.gateway_resource(),
+            sealing,
+        )
+        .seeing_revocations(settings.builtin_identity()),
+    );
+    // Sessions' tokens sealed under an older key, or kept in clear by an earlier
+    // version, are sealed under the first key now.
+    match sessions.seal_at_rest().await {
+        Ok(0) => {}
+        Ok(count) => tracing::info!(count, "sealed browser sessions' tokens under the first key"),
+        Err(error) => tracing::warn!(%error, "could not seal browser sessions' tokens again"),
+    }
     // At shutdown, running answers get a bounded time to finish.
     tasks.spawn({
         let local = live.local().clone();

@@ -2,6 +2,11 @@
 //! code + PKCE flow with the identity provider itself, keeps the tokens server-side,
 //! and gives the browser only an HttpOnly session cookie. The refresh token is used
 //! whenever the access token lapses, so a login revoked at the issuer ends here too.
+//!
+//! Both tokens are sealed at rest with the keys that seal connected accounts
+//! (`MAITRED_ACCOUNT_KEYS`), bound to their session's row: a database dump or a
+//! backup holds no usable token, and a sealed value copied into another session's
+//! row does not open there.
 
 use std::sync::Arc;
 use std::time::Duration;
@@ -16,6 +21,7 @@ use tokio::sync::OnceCell;
 
 use subtle::ConstantTimeEq;
 
+use super::accounts::{KeyRing, SealedFor, sealed_key_id};
 use super::error::GatewayError;
 use maitred_core::auth::{Principal, TokenVerifier};
 use maitred_core::db::Db;
@@ -63,6 +69,7 @@ impl CookieNames {
     }
 }
 
+/// A session as it is used: its tokens opened.
 #[derive(Debug, Clone, FromRow)]
 pub struct Session {
     pub subject: String,
@@ -76,6 +83,22 @@ pub struct Session {
     pub access_expires_at: i64,
     pub csrf_token: String,
     pub expires_at: i64,
+}
+
+/// Which of a session's tokens a sealed value is: part of what it is bound to.
+#[derive(Debug, Clone, Copy)]
+enum Held {
+    Refresh,
+    Access,
+}
+
+impl Held {
+    fn label(self) -> &'static str {
+        match self {
+            Self::Refresh => "refresh",
+            Self::Access => "access",
+        }
+    }
 }
 
 impl Session {
@@ -135,6 +158,11 @@ pub struct Sessions {
     pub public_url: String,
     pub cookies: CookieNames,
     endpoints: OnceCell<Endpoints>,
+    keys: KeyRing,
+    /// Whether the issuer's revocations are in this database (the built-in issuer,
+    /// whose database the gateway shares): a bearer token of a revoked login is then
+    /// refused at once, not only once it expires.
+    sees_revocations: bool,
 }
 
 fn hash(value: &str) -> String {
@@ -153,6 +181,7 @@ impl Sessions {
         verifier: Arc<TokenVerifier>,
         gateway_url: &str,
         resource: String,
+        keys: KeyRing,
     ) -> Self {
         Self {
             db,
@@ -165,7 +194,106 @@ impl Sessions {
             public_url: gateway_url.to_owned(),
             cookies: CookieNames::for_url(gateway_url),
             endpoints: OnceCell::new(),
+            keys,
+            sees_revocations: false,
         }
+    }
+
+    /// Refuse bearer tokens of logins the built-in issuer has revoked (it shares this
+    /// database).
+    #[must_use]
+    pub fn seeing_revocations(mut self, sees: bool) -> Self {
+        self.sees_revocations = sees;
+        self
+    }
+
+    /// Whether the login `sid` has been revoked at the issuer (a replayed refresh
+    /// token, say). `false` when the issuer's revocations are not visible here.
+    pub async fn login_revoked(&self, sid: &str) -> Result<bool, GatewayError> {
+        if !self.sees_revocations {
+            return Ok(false);
+        }
+        let (revoked,): (i64,) = sqlx::query_as(
+            "SELECT COUNT(*) FROM refresh_tokens WHERE family_id = $1 AND revoked = 1",
+        )
+        .bind(sid)
+        .fetch_one(self.db.pool())
+        .await?;
+        Ok(revoked > 0)
+    }
+
+    fn seal(&self, id_hash: &str, held: Held, token: &str) -> String {
+        self.keys
+            .seal(token.as_bytes(), SealedFor::Session, id_hash, held.label())
+    }
+
+    /// A sealed token of the session `id_hash`; `None` if it does not open (a key
+    /// dropped from `MAITRED_ACCOUNT_KEYS`, a value moved from another row).
+    fn open(&self, id_hash: &str, held: Held, sealed: &str) -> Option<String> {
+        let plain = self
+            .keys
+            .open(sealed, SealedFor::Session, id_hash, held.label())
+            .ok()?;
+        String::from_utf8(plain).ok()
+    }
+
+    /// At start: every session's tokens sealed under the first key, those sealed
+    /// under an older one and those an earlier version kept in clear. A session whose
+    /// tokens open under no configured key is ended (its person signs in again).
+    pub async fn seal_at_rest(&self) -> Result<usize, GatewayError> {
+        let current = format!("v1.{}.", self.keys.current());
+        let rows: Vec<(String, Option<String>, Option<String>)> = sqlx::query_as(
+            "SELECT id_hash, refresh_token, access_token FROM browser_sessions \
+             WHERE (refresh_token IS NOT NULL AND refresh_token NOT LIKE $1) \
+             OR (access_token IS NOT NULL AND access_token NOT LIKE $1)",
+        )
+        .bind(format!("{current}%"))
+        .fetch_all(self.db.pool())
+        .await?;
+        let mut count = 0;
+        for (id_hash, refresh, access) in rows {
+            let reseal = |held: Held, value: Option<String>| -> Result<Option<String>, ()> {
+                let Some(value) = value else { return Ok(None) };
+                let plain = if sealed_key_id(&value).is_some() && value.starts_with("v1.") {
+                    self.open(&id_hash, held, &value).ok_or(())?
+                } else {
+                    // Kept in clear by an earlier version.
+                    value
+                };
+                Ok(Some(self.seal(&id_hash, held, &plain)))
+            };
+            match (
+                reseal(Held::Refresh, refresh.clone()),
+                reseal(Held::Access, access.clone()),
+            ) {
+                (Ok(new_refresh), Ok(new_access)) => {
+                    // Unless a refresh (here or on another replica) wrote new tokens
+                    // meanwhile: those are sealed already.
+                    let done = sqlx::query(
+                        "UPDATE browser_sessions SET refresh_token = $1, access_token = $2 WHERE id_hash = $3 \
+                         AND COALESCE(refresh_token, '') = $4 AND COALESCE(access_token, '') = $5",
+                    )
+                    .bind(new_refresh)
+                    .bind(new_access)
+                    .bind(&id_hash)
+                    .bind(refresh.unwrap_or_default())
+                    .bind(access.unwrap_or_default())
+                    .execute(self.db.pool())
+                    .await?;
+                    count += usize::try_from(done.rows_affected()).unwrap_or(0);
+                }
+                _ => {
+                    tracing::warn!(
+                        "a browser session's tokens open under no configured key; the session is ended"
+                    );
+                    sqlx::query("DELETE FROM browser_sessions WHERE id_hash = $1")
+                        .bind(&id_hash)
+                        .execute(self.db.pool())
+                        .await?;
+                }
+            }
+        }
+        Ok(count)
     }
 
     async fn endpoints(&self) -> anyhow::Result<&Endpoints> {
@@ -279,22 +407,28 @@ impl Sessions {
             .await
             .map_err(|e| LoginError::Issuer(e.to_string()))?;
         let cookie = maitred_core::random::token(32);
+        let id_hash = hash(&cookie);
         sqlx::query(
             "INSERT INTO browser_sessions (id_hash, subject, name, email, roles, scopes, refresh_token, access_expires_at, csrf_token, created_at, expires_at, access_token) \
              VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12)",
         )
-        .bind(hash(&cookie))
+        .bind(&id_hash)
         .bind(&principal.subject)
         .bind(&principal.name)
         .bind(&principal.email)
         .bind(principal.roles.join(" "))
         .bind(principal.scopes.join(" "))
-        .bind(&answer.refresh_token)
+        .bind(
+            answer
+                .refresh_token
+                .as_deref()
+                .map(|t| self.seal(&id_hash, Held::Refresh, t)),
+        )
         .bind(principal.expires_at)
         .bind(maitred_core::random::token(24))
         .bind(now())
         .bind(now() + SESSION_SECS)
-        .bind(&answer.access_token)
+        .bind(self.seal(&id_hash, Held::Access, &answer.access_token))
         .execute(self.db.pool())
         .await
         .context("storing the session")?;
@@ -302,14 +436,27 @@ impl Sessions {
         Ok((cookie, return_to))
     }
 
+    /// The session `id_hash` with its tokens opened. A token that does not open
+    /// reads as none: the session then ends at its next refresh.
     async fn read(&self, id_hash: &str) -> Result<Option<Session>, GatewayError> {
-        Ok(sqlx::query_as(
+        let session: Option<Session> = sqlx::query_as(
             "SELECT subject, name, email, roles, scopes, refresh_token, access_token, access_expires_at, csrf_token, expires_at \
              FROM browser_sessions WHERE id_hash = $1",
         )
         .bind(id_hash)
         .fetch_optional(self.db.pool())
-        .await?)
+        .await?;
+        Ok(session.map(|session| Session {
+            refresh_token: session
+                .refresh_token
+                .as_deref()
+                .and_then(|sealed| self.open(id_hash, Held::Refresh, sealed)),
+            access_token: session
+                .access_token
+                .as_deref()
+                .and_then(|sealed| self.open(id_hash, Held::Access, sealed)),
+            ..session
+        }))
     }
 
     /// The session behind a cookie, refreshed at the issuer when its access token
@@ -413,12 +560,17 @@ impl Sessions {
         sqlx::query(
             "UPDATE browser_sessions SET refresh_token = COALESCE($1, refresh_token), access_expires_at = $2, roles = $3, scopes = $4, refreshing_until = NULL, access_token = $6 WHERE id_hash = $5",
         )
-        .bind(&answer.refresh_token)
+        .bind(
+            answer
+                .refresh_token
+                .as_deref()
+                .map(|t| self.seal(id_hash, Held::Refresh, t)),
+        )
         .bind(access_expires_at)
         .bind(principal.roles.join(" "))
         .bind(principal.scopes.join(" "))
         .bind(id_hash)
-        .bind(&answer.access_token)
+        .bind(self.seal(id_hash, Held::Access, &answer.access_token))
         .execute(self.db.pool())
         .await?;
         Ok(Some(Session {

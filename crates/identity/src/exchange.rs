@@ -14,6 +14,7 @@ use super::form::Params;
 use super::registry::Client;
 use super::tokens::{Actor, Extras, Issued, Refused, Subject};
 use super::{SharedIdentity, policy, store};
+use maitred_core::auth::SUBJECT_CLIENT;
 
 pub(super) const GRANT_TYPE: &str = "urn:ietf:params:oauth:grant-type:token-exchange";
 pub(super) const ACCESS_TOKEN_TYPE: &str = "urn:ietf:params:oauth:token-type:access_token";
@@ -33,6 +34,7 @@ struct SubjectClaims {
     client_id: Option<String>,
     act: Option<Actor>,
     sid: Option<String>,
+    subject_type: Option<String>,
 }
 
 pub(super) struct Exchanged {
@@ -111,15 +113,18 @@ pub(super) async fn token_exchange(
 
     // The subject as the registry knows them now: a person removed since their token
     // was issued gets nothing, and their roles are today's.
+    // Whether it is a client is what the token says (`subject_type`, or a
+    // client-credentials token's `sub == client_id`), never a guess from its roles.
+    let about_a_client = match claims.subject_type.as_deref() {
+        Some(kind) => kind == SUBJECT_CLIENT,
+        None => claims.act.is_none() && claims.client_id.as_deref() == Some(&claims.sub),
+    };
     let user = identity.registry.user(&claims.sub);
-    let subject = match user {
-        Some(user) => Subject::User(user),
-        None if identity.registry.client(&claims.sub).is_some()
-            && (claims.act.is_some() || claims.client_id.as_deref() == Some(&claims.sub)) =>
-        {
-            Subject::OtherClient(&claims.sub)
-        }
-        None => {
+    let subject_client = identity.registry.client(&claims.sub);
+    let subject = match (user, subject_client) {
+        (Some(user), _) if !about_a_client => Subject::User(user),
+        (None, Some(_)) if about_a_client => Subject::OtherClient(&claims.sub),
+        _ => {
             return Err(OAuthError::invalid_grant(
                 "the subject token's subject is no longer a user or client of this issuer",
             ));
@@ -135,7 +140,19 @@ pub(super) async fn token_exchange(
         )));
     }
 
-    let allowed = delegable_scopes(&claims.scope, &client.scopes);
+    let mut allowed = delegable_scopes(&claims.scope, &client.scopes);
+    // A client acting for no person gets, through another client, only what its
+    // own registration holds for that audience: a chat-only client stays chat-only
+    // however far its token is exchanged.
+    if let Some(own) = subject_client.filter(|_| about_a_client) {
+        allowed = held_for(own, &audience, &allowed);
+        if allowed.is_empty() {
+            return Err(OAuthError::invalid_scope(format!(
+                "client {} is registered for no scope at {audience} that {} may pass on",
+                own.id, client.id
+            )));
+        }
+    }
     if allowed.is_empty() {
         return Err(OAuthError::invalid_scope(format!(
             "the subject token allows nothing client {} may ask for (its scope: {:?})",
@@ -172,6 +189,20 @@ pub(super) async fn token_exchange(
         "token exchanged"
     );
     Ok(Exchanged { access, scopes })
+}
+
+/// Of `allowed`, the scopes `client`'s own registration holds for `audience`: its
+/// `scopes`, if `audience` is one of its `audiences`; else none.
+fn held_for(client: &Client, audience: &str, allowed: &[String]) -> Vec<String> {
+    let same = |a: &str, b: &str| a.trim_end_matches('/') == b.trim_end_matches('/');
+    if !client.audiences.iter().any(|a| same(a, audience)) {
+        return Vec::new();
+    }
+    allowed
+        .iter()
+        .filter(|scope| client.scopes.contains(scope))
+        .cloned()
+        .collect()
 }
 
 /// The scopes a delegated token may carry: the client's, limited to the kinds of

@@ -10,6 +10,7 @@ use serde::{Deserialize, Serialize};
 
 use super::keys::KeyRing;
 use super::registry::User;
+use maitred_core::auth::{SUBJECT_CLIENT, SUBJECT_PERSON};
 
 #[derive(Debug, Serialize)]
 struct AccessClaims<'a> {
@@ -22,6 +23,10 @@ struct AccessClaims<'a> {
     jti: String,
     scope: String,
     client_id: &'a str,
+    /// Who `sub` is, `client` or `person`, so a resource server never has to guess
+    /// from the roles (a person may have none): a delegated token's `sub` is not its
+    /// `client_id` whoever it is about.
+    subject_type: &'static str,
     /// RFC 8693 §4.1: the clients acting for `sub`, the newest outermost.
     #[serde(skip_serializing_if = "Option::is_none")]
     act: Option<&'a Actor>,
@@ -137,6 +142,11 @@ impl TokenIssuer {
             Subject::Client => (None, client_id),
             Subject::OtherClient(id) => (None, *id),
         };
+        let subject_type = if user.is_some() {
+            SUBJECT_PERSON
+        } else {
+            SUBJECT_CLIENT
+        };
         let claims = AccessClaims {
             iss: &self.issuer,
             sub,
@@ -147,6 +157,7 @@ impl TokenIssuer {
             jti: uuid::Uuid::now_v7().to_string(),
             scope: scopes.join(" "),
             client_id,
+            subject_type,
             act: extras.act,
             sid: extras.sid,
             roles: user.map_or_else(Vec::new, |u| u.roles.iter().map(|r| r.as_str()).collect()),

@@ -5,6 +5,7 @@
 
 use std::collections::HashMap;
 use std::sync::{Arc, Mutex};
+use std::time::{Duration, Instant};
 
 use axum::Json;
 use axum::body::{Body, to_bytes};
@@ -137,17 +138,82 @@ pub(super) async fn require_tool_scope(
         .await
 }
 
-/// Which subject started which session (legacy revision only: 2026-07-28 has none).
-#[derive(Clone, Default)]
-pub struct SessionOwners(Arc<Mutex<HashMap<String, String>>>);
+/// How long a session nobody uses still counts: rmcp ends one idle this long
+/// (its `SessionConfig` keep-alive), so past it the session is gone.
+const SESSION_IDLE: Duration = Duration::from_secs(300);
+
+/// Which subject started which session (legacy revision only: 2026-07-28 has none),
+/// and the caps on how many one subject, and everyone, may hold open at once.
+#[derive(Clone)]
+pub struct SessionOwners {
+    held: Arc<Mutex<HashMap<String, Held>>>,
+    per_subject: usize,
+    in_all: usize,
+}
+
+struct Held {
+    subject: String,
+    seen: Instant,
+}
+
+/// A session not opened: its subject, or everyone, holds as many as they may.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(super) enum SessionsCapped {
+    Caller(usize),
+    Everyone(usize),
+}
 
 impl SessionOwners {
+    pub fn new(per_subject: usize, in_all: usize) -> Self {
+        Self {
+            held: Arc::default(),
+            per_subject,
+            in_all,
+        }
+    }
+
     fn owner(&self, id: &str) -> Option<String> {
-        self.lock().get(id).cloned()
+        let mut held = self.lock();
+        let entry = held.get_mut(id)?;
+        entry.seen = Instant::now();
+        Some(entry.subject.clone())
+    }
+
+    /// Holds a place for a session `subject` is opening, unless it or everyone is
+    /// at the cap; the place is counted until [`Self::bind`] or [`Self::release`].
+    fn reserve(&self, subject: &str) -> Result<String, SessionsCapped> {
+        let mut held = self.lock();
+        held.retain(|_, h| h.seen.elapsed() < SESSION_IDLE);
+        if held.len() >= self.in_all {
+            return Err(SessionsCapped::Everyone(self.in_all));
+        }
+        let theirs = held.values().filter(|h| h.subject == subject).count();
+        if theirs >= self.per_subject {
+            return Err(SessionsCapped::Caller(self.per_subject));
+        }
+        let place = format!("opening:{}", maitred_core::random::token(12));
+        held.insert(
+            place.clone(),
+            Held {
+                subject: subject.to_owned(),
+                seen: Instant::now(),
+            },
+        );
+        Ok(place)
+    }
+
+    fn release(&self, place: &str) {
+        self.lock().remove(place);
     }
 
     fn bind(&self, id: String, subject: String) {
-        self.lock().insert(id, subject);
+        self.lock().insert(
+            id,
+            Held {
+                subject,
+                seen: Instant::now(),
+            },
+        );
     }
 
     fn forget(&self, id: &str) {
@@ -162,16 +228,27 @@ impl SessionOwners {
         self.len() == 0
     }
 
-    fn lock(&self) -> std::sync::MutexGuard<'_, HashMap<String, String>> {
-        self.0
+    fn lock(&self) -> std::sync::MutexGuard<'_, HashMap<String, Held>> {
+        self.held
             .lock()
             .unwrap_or_else(|poisoned| poisoned.into_inner())
     }
 }
 
+/// Whether a JSON-RPC body is (or holds) an `initialize`: a 2025-11-25 session opens.
+fn opens_session(body: &[u8]) -> bool {
+    match serde_json::from_slice::<Value>(body) {
+        Ok(Value::Array(batch)) => batch.iter().any(|m| m["method"] == "initialize"),
+        Ok(message) => message["method"] == "initialize",
+        Err(_) => false,
+    }
+}
+
 /// A session id presented by another subject than the one that created it is refused.
 /// A delegated token belongs to the session of the client that presents it (its
-/// newest actor): one gateway session carries the calls of many people.
+/// newest actor): one gateway session carries the calls of many people. An
+/// `initialize` past the subject's cap, or everyone's, is refused (429) and opens
+/// nothing.
 pub(super) async fn bind_sessions(
     State(owners): State<SessionOwners>,
     request: Request,
@@ -194,12 +271,36 @@ pub(super) async fn bind_sessions(
         tracing::warn!(session = ?id, subject = ?subject, "refused a session started by another subject");
         return McpHttpError::ForeignSession.into_response();
     }
+    let mut request = request;
+    let mut place = None;
+    if presented.is_none() && request.method() == axum::http::Method::POST {
+        let (parts, body) = request.into_parts();
+        let Ok(bytes) = to_bytes(body, MAX_INSPECTED_BODY).await else {
+            return McpHttpError::Body(format!(
+                "the body is larger than {MAX_INSPECTED_BODY} bytes"
+            ))
+            .into_response();
+        };
+        if opens_session(&bytes) {
+            match owners.reserve(&subject) {
+                Ok(reserved) => place = Some(reserved),
+                Err(capped) => {
+                    tracing::warn!(subject = ?subject, ?capped, "refused a new MCP session: at the cap");
+                    return McpHttpError::TooManySessions(capped).into_response();
+                }
+            }
+        }
+        request = Request::from_parts(parts, Body::from(bytes));
+    }
     let ending = request.method() == axum::http::Method::DELETE;
     let mut response = next.run(request).await;
     // rmcp accepts a DELETE with 202; clients (the Python SDK among them) expect the
     // session to be gone when it succeeds, which 204 says plainly.
     if ending && response.status() == axum::http::StatusCode::ACCEPTED {
         *response.status_mut() = axum::http::StatusCode::NO_CONTENT;
+    }
+    if let Some(place) = &place {
+        owners.release(place);
     }
     if presented.is_none()
         && let Some(created) = response

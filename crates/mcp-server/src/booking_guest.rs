@@ -15,6 +15,7 @@ use rmcp::service::RequestContext;
 
 use super::backend::BackendClient;
 use super::call::{Answer, Call, Refusal, tool_error};
+use super::catalogue::Settled;
 use super::guest_form::{self, Guest, Question};
 use super::metrics::Outcome;
 use super::sealed_state::{Binding, StateSeal};
@@ -65,11 +66,31 @@ fn booking_words(arguments: &JsonObject) -> String {
 pub(super) fn ask_for_guest<'a>(
     call: &'a Call<'a>,
     arguments: JsonObject,
-) -> BoxFuture<'a, Result<JsonObject, Answer>> {
+) -> BoxFuture<'a, Result<Settled, Answer>> {
     Box::pin(settle(call, arguments))
 }
 
-async fn settle(call: &Call<'_>, arguments: JsonObject) -> Result<JsonObject, Answer> {
+/// Arguments that book with the caller's own idempotency key, if any.
+fn as_asked(arguments: JsonObject) -> Settled {
+    Settled {
+        arguments,
+        idempotency_key: None,
+    }
+}
+
+/// The idempotency key of the booking a `requestState` leads to: one state books
+/// once. Sent again (a replay, a double submit), with the same answer it gets the
+/// same booking back from the backend, with another answer a refusal
+/// (`IDEMPOTENCY_KEY_REUSED`): never a second booking. The backend keeps keys per
+/// caller for a day, far longer than a state lives (`STATE_TTL`).
+fn once_per_state(state: &str) -> String {
+    use sha2::Digest;
+    let digest = sha2::Sha256::digest(state.as_bytes());
+    let hex: String = digest[..20].iter().map(|b| format!("{b:02x}")).collect();
+    format!("request-state-{hex}")
+}
+
+async fn settle(call: &Call<'_>, arguments: JsonObject) -> Result<Settled, Answer> {
     let Call {
         request,
         ctx,
@@ -84,7 +105,7 @@ async fn settle(call: &Call<'_>, arguments: JsonObject) -> Result<JsonObject, An
     let known = Guest::from_arguments(&arguments);
     // A client without forms gets what it always got: the tool's own answer.
     if known.is_complete() || !shows_forms(ctx) {
-        return Ok(arguments);
+        return Ok(as_asked(arguments));
     }
     let (question, form) = ask(backend, &known, &arguments)
         .await
@@ -101,7 +122,9 @@ async fn settle(call: &Call<'_>, arguments: JsonObject) -> Result<JsonObject, An
         ));
     }
     match ctx.peer.create_elicitation(form).await {
-        Ok(result) => apply(backend, &question, &known, result, arguments).await,
+        Ok(result) => apply(backend, &question, &known, result, arguments)
+            .await
+            .map(as_asked),
         Err(e) => {
             tracing::warn!(error = %e, "the guest form could not be shown");
             Err(tool_error(
@@ -122,7 +145,7 @@ async fn answered_retry(
     request: &CallToolRequestParams,
     binding: &Binding,
     arguments: JsonObject,
-) -> Result<JsonObject, Answer> {
+) -> Result<Settled, Answer> {
     let Some(state) = request.request_state.as_deref() else {
         return Err(invalid(
             "inputResponses came without the requestState they answer; call createBooking again \
@@ -151,7 +174,11 @@ caller or other arguments, was changed, or has expired; call createBooking again
         )));
     };
     let known = Guest::from_arguments(&arguments);
-    apply(backend, &question, &known, result, arguments).await
+    let arguments = apply(backend, &question, &known, result, arguments).await?;
+    Ok(Settled {
+        arguments,
+        idempotency_key: Some(once_per_state(state)),
+    })
 }
 
 /// What to ask, and its form: a name shared by several customers is a choice of

@@ -79,7 +79,15 @@ enum Run {
 /// with the arguments (completed, say, by a person's answer) or answers the call
 /// itself, and the handler does not run.
 pub(super) type Step =
-    for<'a> fn(&'a Call<'a>, JsonObject) -> BoxFuture<'a, Result<JsonObject, Answer>>;
+    for<'a> fn(&'a Call<'a>, JsonObject) -> BoxFuture<'a, Result<Settled, Answer>>;
+
+/// What a step goes on with: the arguments, and the idempotency key the handler's
+/// writes must carry instead of the caller's, if the step decides one (the answer
+/// to a form may be booked once, however often it is sent).
+pub(super) struct Settled {
+    pub arguments: JsonObject,
+    pub idempotency_key: Option<String>,
+}
 
 /// One tool: what `tools/list` says of it and what `tools/call` runs, defined
 /// together so the schemas are those of the handler's own argument and result types.
@@ -114,9 +122,15 @@ impl Entry {
     /// then its handler; a result is structured content, a refusal an error.
     pub(super) async fn call(&self, call: &Call<'_>) -> Answer {
         let mut arguments = call.request.arguments.clone().unwrap_or_default();
+        let mut backend = call.backend.clone();
         if let Some(step) = self.first {
             arguments = match step(call, arguments).await {
-                Ok(arguments) => arguments,
+                Ok(settled) => {
+                    if let Some(key) = settled.idempotency_key.as_deref() {
+                        backend = backend.with_idempotency_key(Some(key));
+                    }
+                    settled.arguments
+                }
                 Err(answer) => return answer,
             };
         }
@@ -125,7 +139,7 @@ impl Entry {
             Run::Job(job) => return job(call, arguments).await,
         };
         let progress = Progress::of(call.ctx);
-        match handler(call.backend.clone(), arguments, progress).await {
+        match handler(backend, arguments, progress).await {
             Ok(value) => (Outcome::Ok, Ok(structured(value).into())),
             Err(refusal) => refusal.answer(),
         }

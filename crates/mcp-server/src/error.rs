@@ -16,6 +16,8 @@ pub(super) enum McpHttpError {
     ForeignSession,
     #[error("the request body is not readable: {0}")]
     Body(String),
+    #[error("too many MCP sessions open")]
+    TooManySessions(super::access::SessionsCapped),
 }
 
 impl IntoResponse for McpHttpError {
@@ -47,6 +49,24 @@ impl IntoResponse for McpHttpError {
                 oauth_body("invalid_request", &detail),
             )
                 .into_response(),
+            // A session idles out within five minutes: the soonest a place frees
+            // itself unless the caller closes one (DELETE).
+            McpHttpError::TooManySessions(capped) => {
+                let text = match capped {
+                    super::access::SessionsCapped::Caller(cap) => format!(
+                        "you hold {cap} MCP sessions open already, as many as one caller may; close one (DELETE with its Mcp-Session-Id) or reuse it"
+                    ),
+                    super::access::SessionsCapped::Everyone(cap) => format!(
+                        "this MCP server holds as many sessions as it keeps at once ({cap}); try again in a few minutes"
+                    ),
+                };
+                (
+                    StatusCode::TOO_MANY_REQUESTS,
+                    [(header::RETRY_AFTER, "60")],
+                    oauth_body("too_many_sessions", &text),
+                )
+                    .into_response()
+            }
         }
     }
 }

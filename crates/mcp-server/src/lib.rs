@@ -133,7 +133,7 @@ pub fn router(
     http: reqwest::Client,
     shutdown: CancellationToken,
 ) -> anyhow::Result<Router> {
-    let metrics = Metrics::new();
+    let metrics = Metrics::for_scrapes_with(settings.metrics_token.as_ref());
     let mcp_metrics = McpMetrics::register(&metrics);
     let secret = client_secret(settings)?;
     let seal = StateSeal::from_secret(&secret);
@@ -143,6 +143,7 @@ pub fn router(
         mcp_metrics,
         seal,
         settings.mcp.report_step_delay,
+        settings.mcp.caps,
         shutdown.child_token(),
     );
     let resource = settings.mcp_resource();
@@ -159,7 +160,10 @@ pub fn router(
     ));
     let verifier = Arc::new(TokenVerifier::new(http.clone(), verifier_config));
 
-    let owners = SessionOwners::default();
+    let owners = SessionOwners::new(
+        settings.mcp.caps.sessions_per_caller,
+        settings.mcp.caps.sessions_in_all,
+    );
     let sessions = access::OwnedSessions::new(LocalSessionManager::default(), owners.clone());
     let config = StreamableHttpServerConfig::default()
         .with_allowed_hosts(settings.mcp.allowed_hosts.clone())
@@ -223,6 +227,7 @@ pub async fn serve_stdio(settings: &Settings, http: reqwest::Client) -> anyhow::
         metrics,
         seal,
         settings.mcp.report_step_delay,
+        settings.mcp.caps,
         CancellationToken::new(),
     );
     tracing::info!("serving MCP over stdio");

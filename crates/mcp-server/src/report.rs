@@ -566,7 +566,7 @@ impl MonthReports {
             Some(month) => format!("Reading the bookings of {}", month.name()),
             None => "Asking which month to report on".to_owned(),
         };
-        let created = self
+        let started = self
             .tasks
             .start(tasks::owner(call.caller), NAME, status, move |context| {
                 Box::pin(async move {
@@ -590,7 +590,10 @@ impl MonthReports {
                     }
                 })
             });
-        (Outcome::Task, Ok(CallToolResponse::Task(created)))
+        match started {
+            Ok(created) => (Outcome::Task, Ok(CallToolResponse::Task(created))),
+            Err(capped) => tool_error(Outcome::ToolError, capped.to_string()),
+        }
     }
 }
 

@@ -32,6 +32,7 @@ use super::sealed_state::StateSeal;
 use super::tasks::{self, Tasks};
 use maitred_backend::idempotency;
 use maitred_core::auth::{Principal, bearer_token};
+use maitred_core::settings::McpCaps;
 use maitred_core::trace_context::TraceContext;
 use maitred_protocol::meta;
 
@@ -75,9 +76,15 @@ impl McpServer {
         metrics: McpMetrics,
         seal: StateSeal,
         report_step_delay: Duration,
+        caps: McpCaps,
         shutdown: CancellationToken,
     ) -> Self {
-        let tasks = Tasks::new(shutdown, metrics.tasks.clone());
+        let tasks = Tasks::new(
+            shutdown,
+            metrics.tasks.clone(),
+            caps.tasks_per_caller,
+            caps.tasks_in_all,
+        );
         let reports = MonthReports::new(tasks.clone(), report_step_delay);
         Self {
             shared: Arc::new(Shared {
@@ -103,15 +110,17 @@ fn principal(ctx: &RequestContext<RoleServer>) -> Option<Principal> {
         .cloned()
 }
 
-/// The caller's token, when it acts for a person (it names their roles, or clients
-/// acting for them): the backend is then called as that person. A client acting
-/// for no person (client credentials) gets `None`, and the role's own token is used.
+/// The caller's token, unless it is a client's own (client credentials, no one acting
+/// for it): the backend is then called as the token's subject, a person (with or
+/// without roles: the backend decides what they may do) or a client another client
+/// acts for. Only a client calling for itself gets `None`, and the role's own token
+/// is used. Who is a client is what the token says, never the absence of roles.
 fn person_token(
     ctx: &RequestContext<RoleServer>,
     caller: Option<&Principal>,
 ) -> Option<SecretString> {
     let caller = caller?;
-    if caller.roles.is_empty() && caller.actors.is_empty() {
+    if caller.is_client() && caller.actors.is_empty() {
         return None;
     }
     let parts = ctx.extensions.get::<axum::http::request::Parts>()?;

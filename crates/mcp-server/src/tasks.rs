@@ -6,6 +6,10 @@
 //! itself: a gateway that follows a person's task after their token has expired. Any
 //! other caller is told there is no such task, as for an id never issued.
 //! Every task also stops when the role shuts down.
+//!
+//! Tasks running at once are capped per caller (the owner's key: its subject and
+//! the clients acting for it) and for every caller together: a call past either cap
+//! is answered with a tool error, and starts nothing.
 
 use std::collections::HashMap;
 use std::sync::{Arc, Mutex, PoisonError};
@@ -90,15 +94,38 @@ pub(super) struct Tasks {
     owners: Arc<Mutex<HashMap<String, Owner>>>,
     shutdown: CancellationToken,
     finished: Family<TaskLabels, Counter>,
+    /// Tasks one owner, and every owner together, may have running at once.
+    per_owner: usize,
+    in_all: usize,
+}
+
+/// A task not started: its caller, or everyone, has as many running as they may.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub(super) enum Capped {
+    #[error(
+        "you have {0} tasks running already, as many as this server runs for one caller; wait for one to finish, or cancel one, then try again"
+    )]
+    Caller(usize),
+    #[error(
+        "this server is running as many tasks as it runs at once ({0}); try again in a few minutes"
+    )]
+    Everyone(usize),
 }
 
 impl Tasks {
-    pub(super) fn new(shutdown: CancellationToken, finished: Family<TaskLabels, Counter>) -> Self {
+    pub(super) fn new(
+        shutdown: CancellationToken,
+        finished: Family<TaskLabels, Counter>,
+        per_owner: usize,
+        in_all: usize,
+    ) -> Self {
         Self {
             manager: TaskManager::new(),
             owners: Arc::default(),
             shutdown,
             finished,
+            per_owner,
+            in_all,
         }
     }
 
@@ -114,10 +141,42 @@ impl Tasks {
         tool: &'static str,
         status: String,
         job: impl FnOnce(TaskContext) -> TaskFuture,
-    ) -> CreateTaskResult {
+    ) -> Result<CreateTaskResult, Capped> {
+        // Counted and recorded under one lock, so a burst cannot pass the caps.
+        let mut owners = self.owners();
         // Forget the owners of tasks the manager has let go (expired, evicted).
-        self.owners()
-            .retain(|id, _| self.manager.get_task(id).is_ok());
+        owners.retain(|id, _| self.manager.get_task(id).is_ok());
+        let running = |id: &String| {
+            self.manager
+                .get_task(id)
+                .is_ok_and(|task| !task.status().is_terminal())
+        };
+        let mut everyone = 0;
+        let mut theirs = 0;
+        for (id, held) in owners.iter() {
+            if running(id) {
+                everyone += 1;
+                if held.key == owner.key {
+                    theirs += 1;
+                }
+            }
+        }
+        if theirs >= self.per_owner {
+            tracing::warn!(
+                tool,
+                running = theirs,
+                "a caller's task refused: at its cap"
+            );
+            return Err(Capped::Caller(self.per_owner));
+        }
+        if everyone >= self.in_all {
+            tracing::warn!(
+                tool,
+                running = everyone,
+                "a task refused: the server is at its cap"
+            );
+            return Err(Capped::Everyone(self.in_all));
+        }
         let options = TaskOptions::new()
             .with_ttl_ms(TASK_TTL_MS)
             .with_poll_interval_ms(POLL_INTERVAL_MS)
@@ -143,8 +202,8 @@ impl Tasks {
                 ended
             })
         });
-        self.owners().insert(task.task_id.clone(), owner);
-        CreateTaskResult::new(task)
+        owners.insert(task.task_id.clone(), owner);
+        Ok(CreateTaskResult::new(task))
     }
 
     /// The task `id` if it is `owner`'s; any other is unknown (-32602), as the
@@ -198,7 +257,7 @@ mod tests {
     use super::*;
 
     fn tasks() -> Tasks {
-        Tasks::new(CancellationToken::new(), Family::default())
+        Tasks::new(CancellationToken::new(), Family::default(), 100, 100)
     }
 
     fn forever(context: TaskContext) -> TaskFuture {
@@ -223,7 +282,9 @@ mod tests {
     #[tokio::test]
     async fn a_task_is_only_its_owners() {
         let tasks = tasks();
-        let created = tasks.start("alice".into(), "t", "starting".into(), forever);
+        let created = tasks
+            .start("alice".into(), "t", "starting".into(), forever)
+            .unwrap();
         let id = created.task.task_id.clone();
         for error in [
             tasks.get(&"mallory".into(), &id).unwrap_err(),
@@ -257,7 +318,9 @@ mod tests {
     async fn the_client_that_acted_for_a_person_follows_their_task_as_itself() {
         let tasks = tasks();
         let for_ada = owner(Some(&principal("ada", &["maitred-gateway"])));
-        let created = tasks.start(for_ada.clone(), "t", "starting".into(), forever);
+        let created = tasks
+            .start(for_ada.clone(), "t", "starting".into(), forever)
+            .unwrap();
         let id = created.task.task_id.clone();
         let gateway = owner(Some(&principal("maitred-gateway", &[])));
         assert!(tasks.get(&for_ada, &id).is_ok());
@@ -290,11 +353,15 @@ mod tests {
     async fn shutting_down_fails_the_running_tasks() {
         let shutdown = CancellationToken::new();
         let finished = Family::<TaskLabels, Counter>::default();
-        let tasks = Tasks::new(shutdown.clone(), finished.clone());
-        let running = tasks.start("a".into(), "t", "starting".into(), forever);
-        let done = tasks.start("a".into(), "t", "starting".into(), |_| {
-            Box::pin(async { Ok(CallToolResult::success(vec![ContentBlock::text("ok")])) })
-        });
+        let tasks = Tasks::new(shutdown.clone(), finished.clone(), 100, 100);
+        let running = tasks
+            .start("a".into(), "t", "starting".into(), forever)
+            .unwrap();
+        let done = tasks
+            .start("a".into(), "t", "starting".into(), |_| {
+                Box::pin(async { Ok(CallToolResult::success(vec![ContentBlock::text("ok")])) })
+            })
+            .unwrap();
         assert_eq!(
             settled(&tasks, "a", &done.task.task_id).await,
             TaskStatus::Completed
@@ -310,5 +377,29 @@ mod tests {
                 .get()
         };
         assert_eq!((count("completed"), count("failed")), (1, 1));
+    }
+
+    /// One caller starting task after task, then everyone: past either cap nothing
+    /// starts; a task that ends frees its place.
+    #[tokio::test]
+    async fn tasks_are_capped_per_caller_and_in_all() {
+        let tasks = Tasks::new(CancellationToken::new(), Family::default(), 2, 3);
+        let alice = || Owner::from("alice");
+        let first = tasks.start(alice(), "t", "s".into(), forever).unwrap();
+        tasks.start(alice(), "t", "s".into(), forever).unwrap();
+        assert_eq!(
+            tasks.start(alice(), "t", "s".into(), forever).unwrap_err(),
+            Capped::Caller(2)
+        );
+        tasks.start("bob".into(), "t", "s".into(), forever).unwrap();
+        assert_eq!(
+            tasks
+                .start("carol".into(), "t", "s".into(), forever)
+                .unwrap_err(),
+            Capped::Everyone(3)
+        );
+        tasks.cancel(&alice(), &first.task.task_id).unwrap();
+        settled(&tasks, "alice", &first.task.task_id).await;
+        tasks.start(alice(), "t", "s".into(), forever).unwrap();
     }
 }

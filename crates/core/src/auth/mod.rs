@@ -10,4 +10,4 @@ mod verifier;
 pub use error::{AuthError, AuthErrorKind};
 pub use extract::{RequiredScope, Scoped, authenticate, bearer_token};
 pub use jwks::JwksCache;
-pub use verifier::{Principal, TokenVerifier, VerifierConfig};
+pub use verifier::{Principal, SUBJECT_CLIENT, SUBJECT_PERSON, TokenVerifier, VerifierConfig};

@@ -64,9 +64,28 @@ pub struct Principal {
     /// token first (the newest actor), then whom it acted for. Empty for a token
     /// the subject (a person or a client) holds itself.
     pub actors: Vec<String>,
+    /// The subject is a client (its own client-credentials token, or one exchanged
+    /// for it), not a person. Decided from the token: an explicit
+    /// `subject_type` claim when the issuer sends one, else `sub == client_id`
+    /// (RFC 9068 §2.2). Anything else is a person, with or without roles.
+    pub client_subject: bool,
+    /// The login (`sid`) a person's token descends from, where the issuer names one:
+    /// a resource server that can see the issuer's revocations refuses a token of a
+    /// revoked login before its `exp`.
+    pub login: Option<String>,
 }
 
+/// The `subject_type` claim's values: who `sub` is.
+pub const SUBJECT_CLIENT: &str = "client";
+pub const SUBJECT_PERSON: &str = "person";
+
 impl Principal {
+    /// A client acting for itself or for another client: never a person, whatever
+    /// roles (none) its token names.
+    pub fn is_client(&self) -> bool {
+        self.client_subject
+    }
+
     pub fn has_scope(&self, scope: &str) -> bool {
         self.scopes.iter().any(|s| s == scope)
     }
@@ -96,6 +115,23 @@ struct Claims {
     jti: Option<String>,
     #[serde(default)]
     act: Option<Act>,
+    #[serde(default)]
+    subject_type: Option<String>,
+    #[serde(default)]
+    sid: Option<String>,
+}
+
+/// Whether the claims are about a client: the issuer says so, or (an issuer that
+/// does not) the subject is the client that holds the token.
+fn client_subject(claims: &Claims) -> bool {
+    match claims.subject_type.as_deref() {
+        Some(kind) => kind == SUBJECT_CLIENT,
+        None => {
+            claims.act.is_none()
+                && claims.client_id.as_deref().or(claims.azp.as_deref())
+                    == Some(claims.sub.as_str())
+        }
+    }
 }
 
 /// An `act` claim: an actor and, nested, whom it acted for.
@@ -234,7 +270,10 @@ impl TokenVerifier {
             })
         })?;
         let claims = data.claims;
+        let client_subject = client_subject(&claims);
         Ok(Principal {
+            client_subject,
+            login: claims.sid,
             subject: claims.sub,
             client_id: claims.client_id.or(claims.azp),
             scopes: claims

@@ -5,23 +5,42 @@ use std::time::Instant;
 
 use axum::Router;
 use axum::extract::{MatchedPath, Request, State};
-use axum::http::{Method, header};
+use axum::http::{HeaderMap, Method, StatusCode, header};
 use axum::middleware::Next;
 use axum::response::{IntoResponse, Response};
 use axum::routing::get;
 use prometheus_client::metrics::gauge::Gauge;
+use secrecy::ExposeSecret;
+use subtle::ConstantTimeEq;
 
 use crate::metrics::{HttpLabels, Metrics, RouteLabels};
 
-/// `GET /metrics`: unauthenticated, for a scrape network that only the monitoring
-/// system reaches; a reverse proxy in front of a role should not route it.
+/// `GET /metrics`. With `token` (`MAITRED_METRICS_TOKEN`), only for a scraper that
+/// brings it as a bearer token: others get 401 and no series. Without, for anyone
+/// who reaches the port: a scrape network only the monitoring system reaches, and a
+/// reverse proxy in front of a role that does not route it.
 pub fn routes(metrics: Metrics) -> Router {
     Router::new()
         .route("/metrics", get(scrape))
         .with_state(metrics)
 }
 
-async fn scrape(State(metrics): State<Metrics>) -> Response {
+async fn scrape(State(metrics): State<Metrics>, headers: HeaderMap) -> Response {
+    if let Some(token) = metrics.scrape_token() {
+        let presented = headers
+            .get(header::AUTHORIZATION)
+            .and_then(|v| v.to_str().ok())
+            .and_then(|v| v.strip_prefix("Bearer "))
+            .unwrap_or_default();
+        if !bool::from(presented.as_bytes().ct_eq(token.expose_secret().as_bytes())) {
+            return (
+                StatusCode::UNAUTHORIZED,
+                [(header::WWW_AUTHENTICATE, "Bearer realm=\"metrics\"")],
+                "/metrics needs the scrape token (MAITRED_METRICS_TOKEN) as a bearer token\n",
+            )
+                .into_response();
+        }
+    }
     (
         [(header::CONTENT_TYPE, crate::metrics::CONTENT_TYPE)],
         metrics.render(),

@@ -42,6 +42,14 @@ pub const MCP_TRUSTED_ACTORS: &str = "maitred-gateway";
 /// The pause between the days `getMonthReport` reads: a month then takes some
 /// seconds, long enough to watch it run, poll it and cancel it.
 pub const MCP_REPORT_STEP_DELAY: Duration = Duration::from_millis(200);
+/// Tasks one caller (a person, or a client for itself) may have running at the MCP
+/// role at once, and all callers together.
+pub const MCP_TASKS_PER_CALLER: usize = 5;
+pub const MCP_TASKS_IN_ALL: usize = 200;
+/// Sessions (2025-11-25 revision) one caller may hold open at the MCP role at once,
+/// and all callers together. The gateway holds one per replica for everyone.
+pub const MCP_SESSIONS_PER_CALLER: usize = 16;
+pub const MCP_SESSIONS_IN_ALL: usize = 1000;
 
 pub const LLM_MODEL: &str = "gpt-4o-mini";
 pub const MAX_ITERATIONS: u32 = 10;
@@ -51,6 +59,8 @@ pub const APPROVAL_TIMEOUT: Duration = Duration::from_secs(300);
 pub const INPUT_TIMEOUT: Duration = Duration::from_secs(300);
 // As long as the card that asks for the sign-in waits (MAITRED_INPUT_TIMEOUT).
 pub const CONNECT_TIMEOUT: Duration = Duration::from_secs(300);
+/// Sign-ins at connected accounts' servers one person may have under way at once.
+pub const SIGN_INS_PER_PERSON: usize = 5;
 pub const QUESTION_LIMIT: usize = 4000;
 pub const CONTEXT_BUDGET: usize = 24_000;
 pub const STREAM_GRACE: Duration = Duration::from_secs(30);

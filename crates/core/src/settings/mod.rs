@@ -81,6 +81,9 @@ pub struct Settings {
     pub plain_http_origins: Vec<String>,
     /// How long slow clients may hold a connection, in every role.
     pub timeouts: HttpTimeouts,
+    /// `MAITRED_METRICS_TOKEN`: when set, `/metrics` answers only a request that
+    /// brings it as a bearer token; unset, anyone who reaches the port.
+    pub metrics_token: Option<SecretString>,
     pub identity: IdentitySettings,
     pub backend: BackendSettings,
     pub mcp: McpSettings,
@@ -144,6 +147,28 @@ pub struct McpSettings {
     pub trusted_actors: Vec<String>,
     /// The pause between the steps (days) of the long `getMonthReport` tool.
     pub report_step_delay: Duration,
+    /// What one caller, and every caller together, may hold at once.
+    pub caps: McpCaps,
+}
+
+/// The MCP role's caps on what callers hold: tasks running, sessions open.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct McpCaps {
+    pub tasks_per_caller: usize,
+    pub tasks_in_all: usize,
+    pub sessions_per_caller: usize,
+    pub sessions_in_all: usize,
+}
+
+impl Default for McpCaps {
+    fn default() -> Self {
+        Self {
+            tasks_per_caller: defaults::MCP_TASKS_PER_CALLER,
+            tasks_in_all: defaults::MCP_TASKS_IN_ALL,
+            sessions_per_caller: defaults::MCP_SESSIONS_PER_CALLER,
+            sessions_in_all: defaults::MCP_SESSIONS_IN_ALL,
+        }
+    }
 }
 
 /// The chat gateway: which model, which MCP servers, and the loop's limits.
@@ -194,6 +219,8 @@ pub struct GatewaySettings {
     pub account_keys: Option<SecretString>,
     /// How long a sign-in at a connected account's server may take.
     pub connect_timeout: Duration,
+    /// Sign-ins one person may have under way (started, not yet back) at once.
+    pub sign_ins_per_person: usize,
 }
 
 /// The Redis (or Valkey) gateway replicas share their running answers through.
@@ -246,6 +273,7 @@ impl McpSettings {
             allowed_hosts,
             trusted_actors: vec![defaults::MCP_TRUSTED_ACTORS.to_owned()],
             report_step_delay: defaults::MCP_REPORT_STEP_DELAY,
+            caps: McpCaps::default(),
         }
     }
 }
@@ -279,6 +307,7 @@ impl GatewaySettings {
             task_give_up: defaults::TASK_GIVE_UP,
             account_keys: None,
             connect_timeout: defaults::CONNECT_TIMEOUT,
+            sign_ins_per_person: defaults::SIGN_INS_PER_PERSON,
         }
     }
 }
@@ -299,6 +328,7 @@ impl Settings {
             trace_callers: TraceCallers::default(),
             plain_http_origins: Vec::new(),
             timeouts: HttpTimeouts::default(),
+            metrics_token: None,
             identity: IdentitySettings::default(),
             mcp: McpSettings::new(mcp, &backend, &gateway),
             backend: BackendSettings::new(backend),

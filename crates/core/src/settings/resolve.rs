@@ -8,7 +8,7 @@ use anyhow::{Context, bail};
 
 use super::{
     BackendSettings, Endpoint, GatewayFile, GatewaySettings, HttpTimeouts, IdentityFile,
-    IdentitySettings, LlmSettings, McpSettings, ModelProfile, RedisSettings, Settings,
+    IdentitySettings, LlmSettings, McpCaps, McpSettings, ModelProfile, RedisSettings, Settings,
     normalize_url, sqlite_url,
 };
 use crate::cli::{
@@ -102,6 +102,7 @@ impl Settings {
                 .map(|o| super::plain_http_origin(o))
                 .collect::<anyhow::Result<_>>()?,
             timeouts: timeouts_from(&common.timeouts)?,
+            metrics_token: metrics_token(common.metrics_token.as_deref())?,
             identity,
             backend,
             mcp,
@@ -168,6 +169,15 @@ fn mcp_from(mut mcp: McpSettings, args: &McpArgs) -> anyhow::Result<McpSettings>
         Duration::ZERO,
         Duration::from_secs(60),
     )?;
+    mcp.caps = McpCaps {
+        tasks_per_caller: at_least_one(args.mcp_tasks_per_caller, "MAITRED_MCP_TASKS_PER_CALLER")?,
+        tasks_in_all: at_least_one(args.mcp_tasks_in_all, "MAITRED_MCP_TASKS_IN_ALL")?,
+        sessions_per_caller: at_least_one(
+            args.mcp_sessions_per_caller,
+            "MAITRED_MCP_SESSIONS_PER_CALLER",
+        )?,
+        sessions_in_all: at_least_one(args.mcp_sessions_in_all, "MAITRED_MCP_SESSIONS_IN_ALL")?,
+    };
     Ok(mcp)
 }
 
@@ -246,6 +256,7 @@ fn gateway_from(defaults: GatewaySettings, args: &GatewayArgs) -> anyhow::Result
             Duration::from_secs(1),
             Duration::from_secs(3600),
         )?,
+        sign_ins_per_person: at_least_one(args.sign_ins_per_person, "MAITRED_SIGN_INS_PER_PERSON")?,
         mcp_url: optional_url(args.gateway_mcp_url.as_deref())?,
         mcp_client_secret: secret(args.gateway_client_secret.as_deref()),
         offline_grounding: args.llm_grounding,
@@ -304,6 +315,25 @@ fn within(value: Duration, name: &str, min: Duration, max: Duration) -> anyhow::
             humantime::format_duration(min),
             humantime::format_duration(max)
         );
+    }
+    Ok(value)
+}
+
+/// A scrape token short enough to guess is a mistake, said at start-up.
+fn metrics_token(token: Option<&str>) -> anyhow::Result<Option<secrecy::SecretString>> {
+    match token.map(str::trim).filter(|t| !t.is_empty()) {
+        None => Ok(None),
+        Some(token) if token.len() < 16 => {
+            bail!("MAITRED_METRICS_TOKEN must be at least 16 characters")
+        }
+        Some(token) => Ok(Some(secrecy::SecretString::from(token.to_owned()))),
+    }
+}
+
+/// A cap of 0 would refuse everything: a configuration mistake, said at start-up.
+fn at_least_one(value: usize, name: &str) -> anyhow::Result<usize> {
+    if value == 0 {
+        bail!("{name} must be at least 1");
     }
     Ok(value)
 }

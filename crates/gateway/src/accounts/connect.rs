@@ -122,8 +122,16 @@ impl Accounts {
             .await?
             .ok_or(AccountError::UnknownState)?;
         if row.owner != owner {
-            tracing::warn!(server = %row.server, "a sign-in came back in another person's browser; refused");
-            return Err(AccountError::NotYours);
+            // Ended, not only refused: otherwise the same link, forwarded to the
+            // person who started it, would connect their account to the third-party
+            // account of whoever signed in.
+            let ended = self.rows.use_authorization(state).await?;
+            tracing::warn!(server = %row.server, ended, "a sign-in came back in another person's browser; refused and ended");
+            self.count(&row.server, "refused");
+            return Err(AccountError::NotYours {
+                owner: row.owner,
+                call: row.tool_call_id.filter(|_| ended),
+            });
         }
         if row.used_at.is_some() {
             return Err(AccountError::StateUsed);
@@ -174,7 +182,18 @@ impl Accounts {
             .await
         {
             self.count(&server.name, "refused");
-            return Err(AccountError::at(&server.name, error));
+            return Err(match error {
+                // The state was spent before the code went out: this sign-in is
+                // over, whatever the authorization server said.
+                rmcp::transport::auth::AuthError::TokenExchangeFailed(detail) => {
+                    AccountError::NotRedeemed {
+                        server: server.name.clone(),
+                        call: row.tool_call_id,
+                        detail,
+                    }
+                }
+                other => AccountError::at(&server.name, other),
+            });
         }
         tracing::info!(server = %server.name, client = client.kind.as_str(), "an account was connected");
         self.count(&server.name, "connected");
@@ -203,6 +222,8 @@ impl Accounts {
             call,
             expires_at,
             client_id: client_id.to_owned(),
+            cap: self.sign_ins_per_person,
+            starting: self.starting.clone(),
         }
     }
 

@@ -41,6 +41,7 @@ use rmcp::transport::auth::StoredCredentials;
 pub use connect::{Begun, Completed};
 pub use error::AccountError;
 pub use sealed::KeyRing;
+pub(crate) use sealed::{Purpose as SealedFor, key_id as sealed_key_id};
 
 use crate::metrics::AccountLabels;
 use oauth::Discovered;
@@ -89,6 +90,11 @@ pub struct Accounts {
     /// under it.
     public_url: String,
     connect_timeout: Duration,
+    /// Sign-ins one person may have under way at once.
+    sign_ins_per_person: usize,
+    /// Held while a sign-in is counted and recorded, so a burst in this replica
+    /// cannot pass the cap between the count and the insert.
+    starting: Arc<tokio::sync::Mutex<()>>,
     /// Development: authorization servers and the gateway itself on http loopback.
     loopback_http: bool,
     /// Which of a discovered authorization server's endpoints may be used: each
@@ -113,6 +119,7 @@ pub struct AccountSettings<'a> {
     pub public_url: &'a str,
     pub keys: KeyRing,
     pub connect_timeout: Duration,
+    pub sign_ins_per_person: usize,
     pub loopback_http: bool,
     pub url_policy: UrlPolicy,
 }
@@ -144,6 +151,8 @@ impl Accounts {
             servers,
             public_url: settings.public_url.trim_end_matches('/').to_owned(),
             connect_timeout: settings.connect_timeout,
+            sign_ins_per_person: settings.sign_ins_per_person,
+            starting: Arc::default(),
             loopback_http: settings.loopback_http,
             url_policy: settings.url_policy,
             replica: maitred_core::random::token(9),
@@ -152,30 +161,18 @@ impl Accounts {
     }
 
     /// The key ring `MAITRED_ACCOUNT_KEYS` names, or in development one kept in the
-    /// data dir; `None` when no server needs one.
+    /// data dir. It seals connected accounts' tokens and browser sessions' tokens
+    /// alike, so every gateway needs one; replicas need the same.
     pub fn key_ring(
-        servers: &[ServerConfig],
         keys: Option<&secrecy::SecretString>,
         dev_data_dir: Option<&std::path::Path>,
     ) -> anyhow::Result<KeyRing> {
-        let needed = servers
-            .iter()
-            .any(|s| s.enabled && matches!(s.auth, AuthConfig::UserOauth(_)));
         match (keys, dev_data_dir) {
             (Some(keys), _) => KeyRing::parse(keys),
-            // Only when something will be sealed: the data dir may be read-only.
-            (None, Some(dir)) if needed => KeyRing::in_data_dir(dir),
-            (None, None) if needed => anyhow::bail!(
-                "an MCP server has auth.type = \"user_oauth\": set MAITRED_ACCOUNT_KEYS (id:base64 of 32 random bytes) to seal people's tokens"
+            (None, Some(dir)) => KeyRing::in_data_dir(dir),
+            (None, None) => anyhow::bail!(
+                "set MAITRED_ACCOUNT_KEYS (id:base64 of 32 random bytes, the same on every gateway replica): it seals the people's tokens the gateway keeps, in browser sessions and connected accounts"
             ),
-            // Nothing will be sealed; a throwaway key keeps the type simple.
-            (None, _) => KeyRing::parse(&secrecy::SecretString::from(format!(
-                "unused:{}",
-                base64::Engine::encode(
-                    &base64::engine::general_purpose::STANDARD,
-                    maitred_core::random::bytes(32)
-                )
-            ))),
         }
     }
 

@@ -212,16 +212,36 @@ pub(crate) async fn callback(
             }
         }
         Err(error) => {
-            tracing::info!(%error, "a sign-in came back and was refused");
+            // The detail (the authorization server's words, the `iss` brought) is
+            // for the log; the page says only what happened.
+            tracing::info!(error = ?error, "a sign-in came back and was refused");
+            let ended = match &error {
+                AccountError::NotYours { owner, call } => Some((owner.as_str(), call)),
+                AccountError::NotRedeemed { call, .. } => Some((owner, call)),
+                _ => None,
+            };
+            if let Some((owner, call)) = ended {
+                // The call that waited for the ended sign-in goes on without it.
+                let starter = maitred_protocol::ids::Subject::new(owner.to_owned());
+                if let Some(call) = call
+                    && let Err(error) = state
+                        .inputs
+                        .settle_connect(call, &starter, InputAction::Decline)
+                        .await
+                {
+                    tracing::warn!(%error, "could not tell the waiting call that its sign-in ended");
+                }
+            }
             let status = match &error {
-                AccountError::NotYours => StatusCode::FORBIDDEN,
+                AccountError::NotYours { .. } => StatusCode::FORBIDDEN,
                 AccountError::Database(_) => StatusCode::SERVICE_UNAVAILABLE,
                 AccountError::Discovery { .. }
                 | AccountError::Registration { .. }
-                | AccountError::AuthorizationServer { .. } => StatusCode::BAD_GATEWAY,
+                | AccountError::AuthorizationServer { .. }
+                | AccountError::NotRedeemed { .. } => StatusCode::BAD_GATEWAY,
                 _ => StatusCode::BAD_REQUEST,
             };
-            page(status, "The sign-in did not work", &error.to_string())
+            page(status, "The sign-in did not work", &error.for_page())
         }
     }
 }

@@ -19,7 +19,6 @@ use chacha20poly1305::{Key, XChaCha20Poly1305, XNonce};
 use secrecy::{ExposeSecret, SecretString};
 
 const NONCE_LEN: usize = 24;
-const KEY_FILE: &str = "account-keys";
 
 /// The keys: the first seals, all open.
 #[derive(Clone)]
@@ -42,6 +41,8 @@ pub(crate) enum Purpose {
     Credentials,
     Authorization,
     ClientSecret,
+    /// A browser session's refresh or access token (the person's at maitred).
+    Session,
 }
 
 impl Purpose {
@@ -50,6 +51,7 @@ impl Purpose {
             Self::Credentials => "credentials",
             Self::Authorization => "authorization",
             Self::ClientSecret => "client-secret",
+            Self::Session => "session",
         }
     }
 }
@@ -114,13 +116,7 @@ impl KeyRing {
     /// Development: a key kept in the data dir, made on first use, so a restart
     /// still opens what was sealed.
     pub(crate) fn in_data_dir(dir: &Path) -> anyhow::Result<Self> {
-        let path = dir.join(KEY_FILE);
-        if !path.exists() {
-            maitred_core::db::files::create_private_file(&path)
-                .with_context(|| format!("creating {}", path.display()))?;
-            let key = format!("dev1:{}", STANDARD.encode(maitred_core::random::bytes(32)));
-            std::fs::write(&path, key).with_context(|| format!("writing {}", path.display()))?;
-        }
+        let path = maitred_core::dev::sealing_key_file(dir)?;
         let text = std::fs::read_to_string(&path)
             .with_context(|| format!("reading {}", path.display()))?;
         Self::parse(&SecretString::from(text))
@@ -190,8 +186,7 @@ impl KeyRing {
 }
 
 /// The key id a sealed value names.
-#[cfg(test)]
-fn key_id(sealed: &str) -> Option<&str> {
+pub(crate) fn key_id(sealed: &str) -> Option<&str> {
     sealed.split('.').nth(1)
 }
 

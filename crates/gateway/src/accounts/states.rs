@@ -12,6 +12,8 @@ use super::store::{AuthorizationRow, Rows, Saved, now_ms};
 
 /// A second use of the same `state` (a replay, a double submit).
 pub(crate) const USED: &str = "the sign-in was already used";
+/// A sign-in refused because the person has as many under way as they may.
+pub(crate) const TOO_MANY: &str = "too many sign-ins under way";
 
 fn store_error(error: impl std::fmt::Display) -> AuthError {
     AuthError::CredentialStoreError(error.to_string())
@@ -111,6 +113,9 @@ pub(crate) struct PendingStates {
     pub(crate) call: Option<String>,
     pub(crate) expires_at: i64,
     pub(crate) client_id: String,
+    /// Sign-ins the person may have under way at once.
+    pub(crate) cap: usize,
+    pub(crate) starting: std::sync::Arc<tokio::sync::Mutex<()>>,
 }
 
 #[async_trait]
@@ -132,10 +137,17 @@ impl StateStore for PendingStates {
             expires_at: self.expires_at,
             used_at: None,
         };
-        self.rows
-            .start_authorization(csrf_token, &row, self.keys.current())
+        let _counting = self.starting.lock().await;
+        if self
+            .rows
+            .start_authorization(csrf_token, &row, self.keys.current(), self.cap)
             .await
-            .map_err(store_error)
+            .map_err(store_error)?
+        {
+            Ok(())
+        } else {
+            Err(AuthError::CredentialStoreError(TOO_MANY.to_owned()))
+        }
     }
 
     /// Only this person's sign-in at this server, unused and in time.

@@ -300,20 +300,26 @@ impl Rows {
         Ok(done.rows_affected() == 1)
     }
 
+    /// Records a sign-in under way, unless its owner has `cap` already (unused and
+    /// unexpired): `false` then, and nothing is recorded. The count and the insert
+    /// are one statement.
     pub(crate) async fn start_authorization(
         &self,
         state: &str,
         row: &AuthorizationRow,
         key_id: &str,
-    ) -> Result<(), sqlx::Error> {
+        cap: usize,
+    ) -> Result<bool, sqlx::Error> {
         // Sign-ins long over are of no use to anyone: cleared as new ones start.
         sqlx::query("DELETE FROM account_authorizations WHERE expires_at < $1")
             .bind(now_ms() - 24 * 3600 * 1000)
             .execute(self.db.pool())
             .await?;
-        sqlx::query(
+        let started = sqlx::query(
             "INSERT INTO account_authorizations (state_hash, owner, server, tool_call_id, sealed, key_id, \
-             client_id, created_at, expires_at) VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9)",
+             client_id, created_at, expires_at) SELECT $1, $2, $3, $4, $5, $6, $7, $8, $9 \
+             WHERE (SELECT COUNT(*) FROM account_authorizations \
+                    WHERE owner = $2 AND used_at IS NULL AND expires_at >= $10) < $11",
         )
         .bind(state_hash(state))
         .bind(&row.owner)
@@ -324,9 +330,11 @@ impl Rows {
         .bind(&row.client_id)
         .bind(canonical_now())
         .bind(row.expires_at)
+        .bind(now_ms())
+        .bind(i64::try_from(cap).unwrap_or(i64::MAX))
         .execute(self.db.pool())
         .await?;
-        Ok(())
+        Ok(started.rows_affected() == 1)
     }
 
     pub(crate) async fn authorization(

@@ -160,6 +160,28 @@ impl TaskBook {
             Some(asked) => poll_interval(Some(asked)),
             None => row.poll_interval_ms,
         };
+        // A page that may not be shown (not https) never reaches the UI: the task is
+        // told the person declined, as a call is, and asks nothing of them here.
+        let (status, input) = match input {
+            Some(asked)
+                if asked
+                    .url
+                    .as_deref()
+                    .is_some_and(|url| !self.hub.shows_url(url)) =>
+            {
+                tracing::warn!(task = %row.id, server = %row.server, "a task asked to open a page that is not https; declined");
+                let declined = serde_json::json!({ "action": "decline" });
+                if let Err(error) = self
+                    .hub
+                    .answer_task(&row.server, &row.task_id, &asked.key, declined)
+                    .await
+                {
+                    tracing::warn!(task = %row.id, %error, "telling a task its page was declined");
+                }
+                (TaskStatus::Working, None)
+            }
+            other => (status, other),
+        };
         let stored_input = input.as_ref().map(TaskInput::stored);
         let written = self
             .rows

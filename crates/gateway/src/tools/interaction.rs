@@ -103,6 +103,24 @@ pub struct CallLink {
     round: u32,
 }
 
+/// Whether a page an MCP server asks the person to open may reach the UI: `https://`
+/// only, or `http://` on this machine when `loopback_http` (development). The one
+/// rule for a call's question and a background task's alike.
+pub(crate) fn url_shown(url: &str, loopback_http: bool) -> bool {
+    let Ok(url) = url::Url::parse(url) else {
+        return false;
+    };
+    match (url.scheme(), url.host()) {
+        ("https", Some(_)) => true,
+        ("http", Some(url::Host::Domain(host))) if loopback_http => {
+            host.eq_ignore_ascii_case("localhost")
+        }
+        ("http", Some(url::Host::Ipv4(ip))) if loopback_http => ip.is_loopback(),
+        ("http", Some(url::Host::Ipv6(ip))) if loopback_http => ip.is_loopback(),
+        _ => false,
+    }
+}
+
 /// How many progress reports may wait for the answer loop before newer ones are
 /// dropped: it shows at most 4 a second anyway.
 const BACKLOG: usize = 64;
@@ -211,18 +229,7 @@ impl CallLink {
 
     /// Only `https://` pages are shown; `http://` only on this machine, in development.
     fn url_allowed(&self, url: &str) -> bool {
-        let Ok(url) = url::Url::parse(url) else {
-            return false;
-        };
-        match (url.scheme(), url.host()) {
-            ("https", Some(_)) => true,
-            ("http", Some(url::Host::Domain(host))) if self.loopback_http => {
-                host.eq_ignore_ascii_case("localhost")
-            }
-            ("http", Some(url::Host::Ipv4(ip))) if self.loopback_http => ip.is_loopback(),
-            ("http", Some(url::Host::Ipv6(ip))) if self.loopback_http => ip.is_loopback(),
-            _ => false,
-        }
+        url_shown(url, self.loopback_http)
     }
 
     #[cfg(test)]

@@ -115,6 +115,12 @@ impl ToolHub {
         .await
     }
 
+    /// Whether a page a task asks the person to open may be shown (the rule of
+    /// [`super::interaction::url_shown`], as for a call).
+    pub fn shows_url(&self, url: &str) -> bool {
+        super::interaction::url_shown(url, self.loopback_http)
+    }
+
     /// `tasks/update`: the person's answer (an elicitation's result) under `key`.
     pub async fn answer_task(
         &self,
