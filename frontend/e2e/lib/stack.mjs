@@ -112,10 +112,15 @@ async function stop(child) {
 /**
  * Starts maitred with the offline model, or, given a `script` (the JSON format
  * documented in crates/scripted-llm/src/lib.rs), with the scripted upstream as its model.
+ * `script` may also be a function of the started system, `async (stack) => script`:
+ * it is called once the backend answers and before the model is first asked, for a
+ * model whose answer states what the backend holds (read at run time, not written
+ * into the test). The gateway does not call its model before a question, so the
+ * upstream can start after it.
  * With `proxy`, the browser reaches the gateway through a proxy that can cut its
  * event streams (see proxy.mjs), and the gateway knows the proxy as its public URL.
  *
- * @param {{ script?: object, proxy?: boolean, env?: Record<string,string> }} [options]
+ * @param {{ script?: object | ((stack: object) => object | Promise<object>), proxy?: boolean, env?: Record<string,string> }} [options]
  */
 export async function startStack({ script, proxy = false, env = {} } = {}) {
   const work = await mkdtemp(join(tmpdir(), 'maitred-e2e-'));
@@ -124,22 +129,27 @@ export async function startStack({ script, proxy = false, env = {} } = {}) {
   const extraEnv = { ...env };
   let scriptedLog;
 
+  let llmPort;
+  const startLlm = async (json) => {
+    const scriptPath = join(work, 'script.json');
+    await writeFile(scriptPath, JSON.stringify(json));
+    scriptedLog = join(work, 'scripted-llm.log');
+    const llm = launch(['--script', scriptPath, '--port', String(llmPort)], {
+      binary: scriptedLlmBinary(),
+      cwd: work,
+      env: {},
+      logPath: scriptedLog,
+    });
+    children.push(llm);
+    await waitReady(`http://127.0.0.1:${llmPort}/v1/models`, llm, scriptedLog);
+  };
+
   try {
     if (script) {
-      const scriptPath = join(work, 'script.json');
-      await writeFile(scriptPath, JSON.stringify(script));
-      const port = await freePort();
-      scriptedLog = join(work, 'scripted-llm.log');
-      const llm = launch(['--script', scriptPath, '--port', String(port)], {
-        binary: scriptedLlmBinary(),
-        cwd: work,
-        env: {},
-        logPath: scriptedLog,
-      });
-      children.push(llm);
-      await waitReady(`http://127.0.0.1:${port}/v1/models`, llm, scriptedLog);
+      llmPort = await freePort();
+      if (typeof script !== 'function') await startLlm(script);
       Object.assign(extraEnv, {
-        MAITRED_LLM_BASE_URL: `http://127.0.0.1:${port}/v1`,
+        MAITRED_LLM_BASE_URL: `http://127.0.0.1:${llmPort}/v1`,
         MAITRED_LLM_MODEL: 'scripted',
       });
     }
@@ -174,7 +184,7 @@ export async function startStack({ script, proxy = false, env = {} } = {}) {
       await waitReady(`http://localhost:${port}/readyz`, maitred, logPath);
     }
 
-    return {
+    const stack = {
       work,
       dataDir,
       // The gateway's public URL: the login's callback comes back here, so the
@@ -228,6 +238,8 @@ export async function startStack({ script, proxy = false, env = {} } = {}) {
         if (!process.env.E2E_KEEP_WORK) await rm(work, { recursive: true, force: true });
       },
     };
+    if (typeof script === 'function') await startLlm(await script(stack));
+    return stack;
   } catch (error) {
     await proxied?.stop();
     for (const child of children.reverse()) await stop(child);
