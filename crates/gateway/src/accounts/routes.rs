@@ -188,6 +188,9 @@ pub(crate) async fn callback(
             } else {
                 InputAction::Decline
             };
+            // Forgotten before the waiting call is woken: it lists the person's tools
+            // with the new token, and what it lists must not be dropped after it.
+            state.hub.forget_person(&done.server, owner).await;
             if let Some(call) = &done.call
                 && let Err(error) = state
                     .inputs
@@ -196,7 +199,6 @@ pub(crate) async fn callback(
             {
                 tracing::warn!(%error, "could not tell the waiting call that the sign-in came back");
             }
-            state.hub.forget_person(&done.server, owner).await;
             if done.connected {
                 page(
                     StatusCode::OK,

@@ -104,8 +104,9 @@ impl ToolHub {
         tools
     }
 
-    /// `owner`'s tools at `server`, listed with their token (kept a while);
-    /// `None` when they cannot be listed now (the sign-in ended, the server is down).
+    /// `owner`'s tools at `server`, listed with their token (kept a while); when
+    /// they cannot be listed now (the sign-in ended, the server is down), the last
+    /// ones listed, or `None` if there were none.
     async fn person_tools(&self, server: &Server, owner: &str) -> Option<Vec<Arc<RegisteredTool>>> {
         let person = self.person_session(server, owner);
         let mut kept = person.tools.lock().await;
@@ -123,7 +124,11 @@ impl ToolHub {
                 person.session.http.take_challenge();
                 person.session.forget().await;
                 tracing::warn!(server = %server.config.name, %reason, "cannot list a person's tools at the MCP server");
-                None
+                // As for a shared server: the tools they had stay offered, so a call
+                // to one says what is wrong (a sign-in that ended asks to reconnect)
+                // rather than the tools vanishing, even where the server asks not to
+                // keep its listing (a `ttlMs` of 0).
+                kept.as_ref().map(|(_, tools)| tools.clone())
             }
         }
     }
@@ -154,7 +159,16 @@ impl ToolHub {
             .connected(owner, name)
             .await
             .map_err(account)?;
-        let mut needed = (!connected).then_some((ConnectReason::Connect, None));
+        let person = self.person_session(server, owner);
+        // Tools still kept for a person who is not connected: their sign-in ended
+        // (a refresh refused while listing them), not a first connection.
+        let ended = !connected && person.tools.lock().await.is_some();
+        let first = if ended {
+            ConnectReason::Reconnect
+        } else {
+            ConnectReason::Connect
+        };
+        let mut needed = (!connected).then_some((first, None));
         if tool.connect && connected {
             // Connected, unless the sign-in can no longer be used; an authorization
             // server out of reach is not a reason to sign in again.
@@ -166,7 +180,6 @@ impl ToolHub {
                 Err(error) => return Err(account(error)),
             }
         }
-        let person = self.person_session(server, owner);
         for sign_in in 0..=SIGN_INS_PER_CALL {
             if let Some((reason, challenge)) = needed.take() {
                 self.sign_in(server, owner, context, link, reason, challenge.as_deref())
