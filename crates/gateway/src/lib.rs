@@ -34,6 +34,7 @@ use tower_http::csrf::CsrfLayer;
 
 pub use auth::ChatUser;
 pub use error::GatewayError;
+pub use grounding::states_number;
 
 use accounts::{AccountSettings, Accounts};
 use answer::Answerer;
