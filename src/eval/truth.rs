@@ -3,7 +3,7 @@
 //! when asked, never against a number written down.
 
 use anyhow::{Context, bail};
-use chrono::{Days, Local};
+use chrono::{Days, Utc};
 
 use super::questions::Count;
 use crate::settings::API_PREFIX;
@@ -59,7 +59,7 @@ fn dates(text: &str) -> anyhow::Result<String> {
             .find('}')
             .with_context(|| format!("an unclosed {{today…}} in {text:?}"))?;
         let offset = &after[..end];
-        let today = Local::now().date_naive();
+        let today = Utc::now().date_naive();
         let day = match offset.split_at_checked(1) {
             None => Some(today),
             Some(("+", n)) => n.parse().ok().and_then(|n| today.checked_add_days(Days::new(n))),
@@ -80,7 +80,7 @@ mod tests {
 
     #[test]
     fn dates_of_the_run_replace_their_placeholders() {
-        let today = Local::now().date_naive();
+        let today = Utc::now().date_naive();
         let tomorrow = today.checked_add_days(Days::new(1)).unwrap();
         assert_eq!(
             dates("date >= '{today}' AND date <= '{today+1}'").unwrap(),
