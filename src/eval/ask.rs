@@ -42,19 +42,33 @@ impl Gateway {
     pub(super) async fn ask(&self, question: &str) -> anyhow::Result<Answered> {
         let started = Instant::now();
         let url = format!("{}{API_PREFIX}/stream/chat", self.base);
-        let response = self
-            .http
-            .post(&url)
-            .bearer_auth(&self.token)
-            .json(&json!({ "question": question }))
-            .send()
-            .await
-            .with_context(|| format!("asking at {url}"))?;
-        let status = response.status();
-        if !status.is_success() {
-            let body = response.text().await.unwrap_or_default();
-            bail!("asking at {url}: {status}: {body}");
-        }
+        let response = loop {
+            let response = self
+                .http
+                .post(&url)
+                .bearer_auth(&self.token)
+                .json(&json!({ "question": question }))
+                .send()
+                .await
+                .with_context(|| format!("asking at {url}"))?;
+            let status = response.status();
+            // The gateway's per-person question limit: a run waits its turn, as a
+            // person would, for as long as it would wait for an answer.
+            if status == reqwest::StatusCode::TOO_MANY_REQUESTS {
+                let wait = retry_after(&response);
+                if started.elapsed() + wait < self.timeout {
+                    tokio::time::sleep(wait).await;
+                    continue;
+                }
+            }
+            if !status.is_success() {
+                let body = response.text().await.unwrap_or_default();
+                bail!("asking at {url}: {status}: {body}");
+            }
+            break response;
+        };
+        // Waiting for the limit is not the model's time.
+        let started = Instant::now();
         let mut frames = Frames::new(response);
         let mut answered = Answered::default();
         let mut message_id: Option<String> = None;
@@ -148,6 +162,17 @@ impl Gateway {
             tracing::warn!("cancelling {message_id}: {error}");
         }
     }
+}
+
+/// The wait a 429 asks for (whole seconds), at least a second and at most a minute.
+fn retry_after(response: &reqwest::Response) -> Duration {
+    let seconds = response
+        .headers()
+        .get(reqwest::header::RETRY_AFTER)
+        .and_then(|v| v.to_str().ok())
+        .and_then(|v| v.trim().parse::<u64>().ok())
+        .unwrap_or(1);
+    Duration::from_secs(seconds.clamp(1, 60))
 }
 
 fn unsupported(claims: &[Claim]) -> Vec<String> {

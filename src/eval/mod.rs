@@ -44,6 +44,12 @@ pub async fn run(args: &EvalCommand) -> anyhow::Result<()> {
         .trim_end_matches('/')
         .to_owned();
     let http = http_client::new()?;
+    let ready = format!("{base}/readyz");
+    match http.get(&ready).send().await {
+        Ok(response) if response.status().is_success() => {}
+        Ok(response) => bail!("the gateway at {base} is not ready: {}", response.status()),
+        Err(error) => bail!("cannot reach the gateway at {base} (is maitred running?): {error}"),
+    }
     let token = match &args.token {
         Some(token) => token.clone(),
         None => client_token(&args.data_dir, &args.issuer, &args.client, None, None, None)
@@ -98,7 +104,7 @@ pub async fn run(args: &EvalCommand) -> anyhow::Result<()> {
     for question in &questions {
         report.questions.push(QuestionReport {
             id: question.id.clone(),
-            question: question.question.clone(),
+            question: truth::dates(&question.question)?,
             expect: expect_json(&question.expect),
             expected_tools: question.tools.clone(),
             answer: String::new(),
@@ -154,10 +160,21 @@ async fn ask_one(
         Expect::Count(count) => Some(backend.count(count).await.map_err(|e| format!("{e:#}"))),
         _ => None,
     };
-    let answered = gateway.ask(&question.question).await?;
+    // Checked when the questions were read, so the dates are there to write.
+    let dated = |text: &str| truth::dates(text).unwrap_or_else(|_| text.to_owned());
+    // A question the gateway refused is recorded, and the run goes on.
+    let answered = gateway
+        .ask(&dated(&question.question))
+        .await
+        .unwrap_or_else(|e| Answered {
+            error: Some(format!("{e:#}")),
+            ..Answered::default()
+        });
     let mut error = answered.error.clone();
     let right = match (&question.expect, &truth) {
-        (Expect::Count(_), Some(Ok(n))) => crate::gateway::states_number(&answered.text, *n as f64),
+        (Expect::Count(_), Some(Ok(n))) => {
+            crate::gateway::states_number(&answered.text, *n as f64)
+        }
         (Expect::Count(_), Some(Err(why))) => {
             error = Some(format!("the truth could not be counted: {why}"));
             false
@@ -165,8 +182,8 @@ async fn ask_one(
         (Expect::Contains(text), _) => answered
             .text
             .to_lowercase()
-            .contains(&text.to_lowercase()),
-        (Expect::Regex(pattern), _) => regex::Regex::new(pattern)
+            .contains(&dated(text).to_lowercase()),
+        (Expect::Regex(pattern), _) => regex::Regex::new(&dated(pattern))
             .map(|r| r.is_match(&answered.text))
             .unwrap_or(false),
         (Expect::Count(_), None) => false,

@@ -36,17 +36,27 @@ pub(super) enum Expect {
 #[derive(Debug, Clone, Deserialize)]
 #[serde(rename_all = "camelCase", deny_unknown_fields)]
 pub(super) struct Count {
-    /// The backend's list: customers, bookings, feedback, tables or opening-hours.
+    /// One of [`RESOURCES`].
     pub(super) resource: String,
     #[serde(default)]
     pub(super) custom_query: Option<String>,
-    /// Further query parameters of the list (`fromDateTime`, `toDateTime`,
-    /// `onlyConfirmed`); `{today}` and `{today+N}` in a value are dates of the run.
+    /// Further query parameters (`fromDateTime`, `toDateTime`, `onlyConfirmed`;
+    /// `people`, `date` for availability); `{today}` and `{today+N}` are dates of the run.
     #[serde(default)]
     pub(super) params: BTreeMap<String, String>,
 }
 
-pub(super) const RESOURCES: &[&str] = &["customers", "bookings", "feedback", "tables", "opening-hours"];
+/// The backend's lists (counted by `x-total-count`) and its availability answers
+/// (counted by their length: the dates, or a date's start times, a party can book).
+pub(super) const RESOURCES: &[&str] = &[
+    "customers",
+    "bookings",
+    "feedback",
+    "tables",
+    "opening-hours",
+    "available-dates",
+    "available-times",
+];
 
 /// The questions of `path`, or the built-in set.
 pub(super) fn load(path: Option<&Path>) -> anyhow::Result<Vec<Question>> {
@@ -96,12 +106,16 @@ fn check(question: &Question) -> anyhow::Result<()> {
             count.resource,
             RESOURCES.join(", ")
         ),
-        Expect::Regex(pattern) => regex::Regex::new(pattern)
+        Expect::Regex(pattern) => regex::Regex::new(&super::truth::dates(pattern)?)
             .map(drop)
             .with_context(|| format!("expect.regex {pattern:?} is not a regular expression")),
         Expect::Contains(text) if text.trim().is_empty() => bail!("expect.contains is empty"),
         _ => Ok(()),
+    }?;
+    if let Expect::Contains(text) = &question.expect {
+        super::truth::dates(text)?;
     }
+    super::truth::dates(&question.question).map(drop)
 }
 
 #[cfg(test)]
