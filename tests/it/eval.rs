@@ -266,3 +266,31 @@ async fn eval(data: &Path, ports: &Ports, args: &[&str]) -> Output {
         .await
         .unwrap()
 }
+
+/// The built-in set asks for every tool the MCP server offers, and for no other.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_built_in_set_covers_every_tool_the_mcp_server_offers() {
+    let app = crate::helpers::TestApp::spawn(&Database::Sqlite).await;
+    let token = app.token("maitred-gateway", &[]).await;
+    let client = crate::mcp::connect(&app, &token, crate::mcp::MODERN).await;
+    let offered: std::collections::BTreeSet<String> = client
+        .list_all_tools()
+        .await
+        .unwrap()
+        .iter()
+        .map(|t| t.name.to_string())
+        .collect();
+    let built_in = include_str!("../../src/eval/builtin.jsonl");
+    let mut asked = std::collections::BTreeSet::new();
+    let mut questions = 0;
+    for line in built_in.lines().filter(|l| l.starts_with('{')) {
+        let question: Value = serde_json::from_str(line).unwrap();
+        questions += 1;
+        for tool in question["tools"].as_array().unwrap() {
+            asked.insert(tool.as_str().unwrap().to_owned());
+        }
+    }
+    assert!(questions >= 40, "{questions} questions");
+    assert!(offered.len() >= 16, "{offered:?}");
+    assert_eq!(asked, offered);
+}
