@@ -85,7 +85,9 @@ impl Gateway {
                 }
             };
             let Some((name, data)) = frame else {
-                answered.error.get_or_insert_with(|| "the stream ended before done".into());
+                answered
+                    .error
+                    .get_or_insert_with(|| "the stream ended before done".into());
                 break;
             };
             let event = match ChatEvent::from_frame(&name, &data) {
@@ -100,12 +102,14 @@ impl Gateway {
                     answered.model = meta.model;
                 }
                 ChatEvent::Token(token) => {
-                    answered.first_token.get_or_insert_with(|| started.elapsed());
+                    answered
+                        .first_token
+                        .get_or_insert_with(|| started.elapsed());
                     answered.text.push_str(&token.text);
                 }
                 ChatEvent::ToolCall(call) => answered.tools.push(call.tool),
                 ChatEvent::ApprovalRequired(approval) => {
-                    self.decide(&approval.id.to_string()).await?;
+                    self.decide(approval.id.as_ref()).await?;
                 }
                 ChatEvent::InputRequired(_) => {
                     if let Some(id) = &message_id {
@@ -113,10 +117,8 @@ impl Gateway {
                     }
                     answered.error = Some("the answer asked the person for input".into());
                 }
-                ChatEvent::ToolResult(result) => {
-                    if result.status != CallStatus::Ok {
-                        answered.failed_calls += 1;
-                    }
+                ChatEvent::ToolResult(result) if result.status != CallStatus::Ok => {
+                    answered.failed_calls += 1;
                 }
                 ChatEvent::Grounding(grounding) => {
                     answered.unsupported = unsupported(&grounding.claims);
@@ -217,7 +219,12 @@ impl Frames {
                 }
                 return Ok(Some((name, data.join("\n"))));
             }
-            match self.response.chunk().await.context("reading the answer's stream")? {
+            match self
+                .response
+                .chunk()
+                .await
+                .context("reading the answer's stream")?
+            {
                 Some(bytes) => self.buffer.extend_from_slice(&bytes),
                 None => return Ok(None),
             }
@@ -228,7 +235,10 @@ impl Frames {
 /// Where the first frame ends (after its blank line), if it has.
 fn frame_end(buffer: &[u8]) -> Option<usize> {
     let lf = buffer.windows(2).position(|w| w == b"\n\n").map(|i| i + 2);
-    let crlf = buffer.windows(4).position(|w| w == b"\r\n\r\n").map(|i| i + 4);
+    let crlf = buffer
+        .windows(4)
+        .position(|w| w == b"\r\n\r\n")
+        .map(|i| i + 4);
     match (lf, crlf) {
         (Some(a), Some(b)) => Some(a.min(b)),
         (a, b) => a.or(b),

@@ -22,7 +22,6 @@ use questions::{Expect, Question};
 use report::{QuestionReport, Report, Run};
 use truth::Backend;
 
-
 pub async fn run(args: &EvalCommand) -> anyhow::Result<()> {
     // Everything that can be wrong with the arguments is said before anything is asked.
     let questions = questions::load(args.questions.as_deref())?;
@@ -54,7 +53,9 @@ pub async fn run(args: &EvalCommand) -> anyhow::Result<()> {
         Some(token) => token.clone(),
         None => client_token(&args.data_dir, &args.issuer, &args.client, None, None, None)
             .await
-            .with_context(|| format!("getting a chat token for {} (or pass --token)", args.client))?,
+            .with_context(|| {
+                format!("getting a chat token for {} (or pass --token)", args.client)
+            })?,
     };
     let backend = Backend {
         http: http.clone(),
@@ -172,9 +173,7 @@ async fn ask_one(
         });
     let mut error = answered.error.clone();
     let right = match (&question.expect, &truth) {
-        (Expect::Count(_), Some(Ok(n))) => {
-            crate::gateway::states_number(&answered.text, *n as f64)
-        }
+        (Expect::Count(_), Some(Ok(n))) => crate::gateway::states_number(&answered.text, *n as f64),
         (Expect::Count(_), Some(Err(why))) => {
             error = Some(format!("the truth could not be counted: {why}"));
             false
@@ -246,7 +245,10 @@ fn progress(done: usize, runs: usize, question: &Question, run: &Run) -> String 
         Some(false) => "tools wrong",
         None => "tools not judged",
     };
-    let truth = run.truth.map(|n| format!(" (truth {n})")).unwrap_or_default();
+    let truth = run
+        .truth
+        .map(|n| format!(" (truth {n})"))
+        .unwrap_or_default();
     let error = run
         .error
         .as_deref()

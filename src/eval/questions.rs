@@ -130,12 +130,17 @@ mod tests {
 
     #[test]
     fn a_bad_line_is_named() {
-        let text = "{\"id\":\"a\",\"question\":\"q\",\"expect\":{\"contains\":\"x\"}}\n\n{\"id\":\"b\"}\n";
+        let text =
+            "{\"id\":\"a\",\"question\":\"q\",\"expect\":{\"contains\":\"x\"}}\n\n{\"id\":\"b\"}\n";
         let error = format!("{:#}", parse(text).unwrap_err());
         assert!(error.contains("line 3"), "{error}");
-        let unknown = "{\"id\":\"a\",\"question\":\"q\",\"expect\":{\"count\":{\"resource\":\"cats\"}}}";
+        let unknown =
+            "{\"id\":\"a\",\"question\":\"q\",\"expect\":{\"count\":{\"resource\":\"cats\"}}}";
         let error = format!("{:#}", parse(unknown).unwrap_err());
-        assert!(error.contains("line 1") && error.contains("cats"), "{error}");
+        assert!(
+            error.contains("line 1") && error.contains("cats"),
+            "{error}"
+        );
         let regex = "{\"id\":\"a\",\"question\":\"q\",\"expect\":{\"regex\":\"(\"}}";
         assert!(format!("{:#}", parse(regex).unwrap_err()).contains("regular expression"));
     }

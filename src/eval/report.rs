@@ -189,7 +189,11 @@ impl Report {
         let _ = writeln!(md, "| | |\n|---|---|");
         let _ = writeln!(md, "| questions | {} ({} runs) |", s.questions, s.runs);
         let _ = writeln!(md, "| answers right | {} of {} |", s.answer_right, s.runs);
-        let _ = writeln!(md, "| right tools | {} of {} |", s.tool_right, s.tool_expected);
+        let _ = writeln!(
+            md,
+            "| right tools | {} of {} |",
+            s.tool_right, s.tool_expected
+        );
         let _ = writeln!(
             md,
             "| unsupported figures | {} (in {} answers) |",
@@ -249,7 +253,11 @@ impl Report {
 fn cell(text: &str) -> String {
     let one_line = text.split_whitespace().collect::<Vec<_>>().join(" ");
     let short: String = one_line.chars().take(200).collect();
-    let more = if one_line.chars().count() > 200 { "…" } else { "" };
+    let more = if one_line.chars().count() > 200 {
+        "…"
+    } else {
+        ""
+    };
     format!("{}{more}", short.replace('|', "\\|"))
 }
 

@@ -92,9 +92,8 @@ pub(super) fn dates(text: &str) -> anyhow::Result<String> {
             "month-end" => Some(iso(month_end)),
             "today" => Some(iso(today)),
             _ => match name.strip_prefix("today") {
-                Some(offset) => Some(iso(shifted(today, offset).with_context(|| {
-                    format!("{{{name}}} is no date (write {{today+3}})")
-                })?)),
+                Some(offset) => Some(iso(shifted(today, offset)
+                    .with_context(|| format!("{{{name}}} is no date (write {{today+3}})"))?)),
                 None => None,
             },
         };
@@ -136,7 +135,13 @@ mod tests {
         assert!(dates("{today+x}").is_err());
         assert_eq!(dates("\\d{2}:\\d{2} {").unwrap(), "\\d{2}:\\d{2} {");
         let month = dates("{month} {month-start} {month-end}").unwrap();
-        assert!(month.starts_with(&today.format("%Y-%m ").to_string()), "{month}");
-        assert!(month.contains(&today.format("%Y-%m-01").to_string()), "{month}");
+        assert!(
+            month.starts_with(&today.format("%Y-%m ").to_string()),
+            "{month}"
+        );
+        assert!(
+            month.contains(&today.format("%Y-%m-01").to_string()),
+            "{month}"
+        );
     }
 }

@@ -104,7 +104,10 @@ async fn eval_judges_a_real_gateway_and_writes_its_report(db: &Database) {
     assert_eq!(total["tool_right"], true);
     assert_eq!(total["runs"].as_array().unwrap().len(), 2);
     assert_eq!(total["consistency"]["right"], 2);
-    assert!(total["answer"].as_str().unwrap().contains("60"), "{total:#}");
+    assert!(
+        total["answer"].as_str().unwrap().contains("60"),
+        "{total:#}"
+    );
 
     let loyal = by_id("loyal");
     assert_eq!(loyal["right"], true, "{loyal:#}");
@@ -149,17 +152,32 @@ async fn eval_judges_a_real_gateway_and_writes_its_report(db: &Database) {
     assert!(summary["first_token_ms"]["p50"].as_u64().is_some());
     assert!(summary["prompt_tokens"].as_u64().unwrap() > 0);
     for question in report["questions"].as_array().unwrap() {
-        for field in ["answer", "right", "tools_called", "tool_right", "unsupported", "runs"] {
+        for field in [
+            "answer",
+            "right",
+            "tools_called",
+            "tool_right",
+            "unsupported",
+            "runs",
+        ] {
             assert!(question.get(field).is_some(), "{field} in {question:#}");
         }
         let first = &question["runs"][0];
-        for field in ["first_token_ms", "total_ms", "prompt_tokens", "completion_tokens"] {
+        for field in [
+            "first_token_ms",
+            "total_ms",
+            "prompt_tokens",
+            "completion_tokens",
+        ] {
             assert!(first.get(field).is_some(), "{field} in {first:#}");
         }
     }
     let markdown = std::fs::read_to_string(out.join("report.md")).unwrap();
     assert!(markdown.contains("maitred-offline"), "{markdown}");
-    assert!(markdown.contains("| answers right | 8 of 12 |"), "{markdown}");
+    assert!(
+        markdown.contains("| answers right | 8 of 12 |"),
+        "{markdown}"
+    );
 
     // A gateway answering with another model than the one asked for stops the run.
     let other = eval(
@@ -195,14 +213,21 @@ async fn eval_refuses_bad_arguments_and_files_clearly() {
         std::fs::write(&path, text).unwrap();
         path.display().to_string()
     };
-    let good = r#"{"id":"a","question":"How many tables?","expect":{"count":{"resource":"tables"}}}"#;
+    let good =
+        r#"{"id":"a","question":"How many tables?","expect":{"count":{"resource":"tables"}}}"#;
     let cases: Vec<(Vec<String>, &str)> = vec![
         (
-            vec!["--questions".into(), data.path().join("absent.jsonl").display().to_string()],
+            vec![
+                "--questions".into(),
+                data.path().join("absent.jsonl").display().to_string(),
+            ],
             "cannot read the questions file",
         ),
         (
-            vec!["--questions".into(), file("bad.jsonl", &format!("{good}\n\n{{\"id\":\"b\"}}\n"))],
+            vec![
+                "--questions".into(),
+                file("bad.jsonl", &format!("{good}\n\n{{\"id\":\"b\"}}\n")),
+            ],
             "line 3 is not a question",
         ),
         (
@@ -225,11 +250,17 @@ async fn eval_refuses_bad_arguments_and_files_clearly() {
         (
             vec![
                 "--questions".into(),
-                file("regex.jsonl", r#"{"id":"a","question":"q","expect":{"regex":"("}}"#),
+                file(
+                    "regex.jsonl",
+                    r#"{"id":"a","question":"q","expect":{"regex":"("}}"#,
+                ),
             ],
             "is not a regular expression",
         ),
-        (vec!["--questions".into(), file("empty.jsonl", "\n# nothing\n")], "no questions"),
+        (
+            vec!["--questions".into(), file("empty.jsonl", "\n# nothing\n")],
+            "no questions",
+        ),
         (vec!["--repeat".into(), "0".into()], "--repeat"),
         (vec!["--url".into(), "not a url".into()], "is not a URL"),
         (
@@ -249,7 +280,10 @@ async fn eval_refuses_bad_arguments_and_files_clearly() {
         let run = eval(data.path(), &ports, &args).await;
         let stderr = String::from_utf8_lossy(&run.stderr);
         assert!(!run.status.success(), "{args:?} succeeded");
-        assert!(stderr.contains(expected), "{args:?}: {expected:?} not in {stderr}");
+        assert!(
+            stderr.contains(expected),
+            "{args:?}: {expected:?} not in {stderr}"
+        );
     }
 }
 
