@@ -328,3 +328,92 @@ async fn the_built_in_set_covers_every_tool_the_mcp_server_offers() {
     assert!(offered.len() >= 16, "{offered:?}");
     assert_eq!(asked, offered);
 }
+
+/// With the scripted upstream: a misread count and an invented figure are judged wrong
+/// and reported as unsupported (from the answer's `grounding` event), and a run killed
+/// in the middle of an answer keeps the report of every answer before it.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_misread_answer_is_wrong_and_a_killed_run_keeps_its_report() {
+    use maitred_scripted_llm::{Script, ScriptedLlm, ToolCallSpec, Turn};
+    let llm = ScriptedLlm::start(Script::new([
+        Turn::tool_calls([ToolCallSpec::new(
+            "call_1",
+            "resos__getCustomers",
+            r#"{"limit":2}"#,
+        )]),
+        Turn::text("We have 40 customers, and 7 of them booked this week."),
+        // Long enough to be killed in.
+        Turn::text_fragments((0..600).map(|i| format!("w{i} ")))
+            .paced(std::time::Duration::from_millis(100)),
+    ]))
+    .await
+    .unwrap();
+    let data = tempfile::tempdir().unwrap();
+    let ports = Ports::free();
+    let mut env = ports.env();
+    env.extend([
+        ("MAITRED_LLM_BASE_URL", llm.base_url()),
+        ("MAITRED_LLM_MODEL", "scripted".to_owned()),
+    ]);
+    let (backend, gateway) = (ports.backend_url(), ports.gateway_url());
+    let maitred = Maitred::start(&["all"], data.path(), &env, &[&backend, &gateway]).await;
+    let questions = data.path().join("questions.jsonl");
+    std::fs::write(
+        &questions,
+        concat!(
+            r#"{"id":"customers","question":"How many customers do we have?","tools":["getCustomers"],"expect":{"count":{"resource":"customers"}}}"#,
+            "\n",
+            r#"{"id":"long","question":"Talk a long while","expect":{"contains":"w599"}}"#,
+            "\n"
+        ),
+    )
+    .unwrap();
+    let out = data.path().join("report");
+    let mut run = tokio::process::Command::new(env!("CARGO_BIN_EXE_maitred"))
+        .args(["eval", "--url", &gateway, "--out", out.to_str().unwrap()])
+        .arg("--questions")
+        .arg(&questions)
+        .env_remove("DATABASE_URL")
+        .env("MAITRED_DATA_DIR", data.path())
+        .envs(ports.env())
+        .env("RUST_LOG", "warn")
+        .stderr(std::process::Stdio::null())
+        .spawn()
+        .unwrap();
+    // The first answer's report, then the second answer streaming: kill the run then.
+    let report_file = out.join("report.json");
+    let mut report = Value::Null;
+    for _ in 0..400 {
+        if let Ok(text) = std::fs::read_to_string(&report_file) {
+            report = serde_json::from_str(&text).unwrap();
+            break;
+        }
+        tokio::time::sleep(std::time::Duration::from_millis(50)).await;
+    }
+    assert!(!report.is_null(), "no report.json:\n{}", maitred.log());
+    tokio::time::sleep(std::time::Duration::from_millis(500)).await;
+    assert!(run.try_wait().unwrap().is_none(), "the run ended early");
+    run.kill().await.unwrap();
+    let kept: Value =
+        serde_json::from_str(&std::fs::read_to_string(&report_file).unwrap()).unwrap();
+    assert_eq!(kept, report, "written once, after the first answer");
+    assert_eq!(kept["model"], "scripted");
+    let answered = kept["questions"].as_array().unwrap();
+    assert_eq!(answered.len(), 1, "{kept:#}");
+    let first = &answered[0];
+    assert_eq!(first["runs"][0]["truth"], 60);
+    assert_eq!(first["right"], false, "40 is not the 60 the backend counts");
+    assert_eq!(first["tool_right"], true);
+    assert_eq!(
+        first["unsupported"],
+        serde_json::json!(["40", "7"]),
+        "{first:#}"
+    );
+    assert_eq!(kept["summary"]["unsupported_figures"], 2);
+    assert_eq!(kept["summary"]["answers_with_unsupported"], 1);
+    assert!(
+        std::fs::read_to_string(out.join("report.md"))
+            .unwrap()
+            .contains("| 40, 7 |")
+    );
+}
