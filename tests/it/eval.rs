@@ -417,3 +417,73 @@ async fn a_misread_answer_is_wrong_and_a_killed_run_keeps_its_report() {
             .contains("| 40, 7 |")
     );
 }
+
+/// A write tool's approval is approved by default (the booking is made) and denied with
+/// `--deny-writes` (no booking).
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn write_approvals_are_approved_unless_denied() {
+    let data = tempfile::tempdir().unwrap();
+    let ports = Ports::free();
+    let (backend, gateway) = (ports.backend_url(), ports.gateway_url());
+    let maitred = Maitred::start(&["all"], data.path(), &ports.env(), &[&backend, &gateway]).await;
+    let token = maitred.token(&backend, "maitred-mcp").await;
+    let bookings_of = |guest: &'static str| {
+        let (backend, token) = (backend.clone(), token.clone());
+        async move {
+            let response = maitred::http_client::new()
+                .unwrap()
+                .get(format!("{backend}/api/v1/resos/bookings"))
+                .bearer_auth(token)
+                .query(&[
+                    ("limit", "1"),
+                    ("customQuery", &format!("guest.name = '{guest}'")),
+                ])
+                .send()
+                .await
+                .unwrap();
+            response.headers()["x-total-count"]
+                .to_str()
+                .unwrap()
+                .to_owned()
+        }
+    };
+    for (guest, deny) in [("Denied Dora", true), ("Approved Abe", false)] {
+        let email = guest.to_lowercase().replace(' ', ".");
+        let questions = data.path().join(format!("{email}.jsonl"));
+        let line = serde_json::json!({
+            "id": "book",
+            "question": format!("Book a table for 2 people on {{today+5}} at 19:00 for {guest}, email {email}@example.com, phone +4520000002."),
+            "tools": ["createBooking"],
+            "expect": {"regex": "went through"},
+        });
+        std::fs::write(&questions, line.to_string()).unwrap();
+        let out = data.path().join(&email);
+        let mut args = vec![
+            "--url",
+            &gateway,
+            "--questions",
+            questions.to_str().unwrap(),
+            "--out",
+            out.to_str().unwrap(),
+        ];
+        if deny {
+            args.push("--deny-writes");
+        }
+        let run = eval(data.path(), &ports, &args).await;
+        assert!(
+            run.status.success(),
+            "{}",
+            String::from_utf8_lossy(&run.stderr)
+        );
+        let report: Value =
+            serde_json::from_str(&std::fs::read_to_string(out.join("report.json")).unwrap())
+                .unwrap();
+        let question = &report["questions"][0];
+        assert_eq!(
+            question["tools_called"],
+            serde_json::json!(["createBooking"])
+        );
+        assert_eq!(question["right"], !deny, "{question:#}");
+        assert_eq!(bookings_of(guest).await, if deny { "0" } else { "1" });
+    }
+}
