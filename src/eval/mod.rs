@@ -164,16 +164,19 @@ async fn ask_one(
     // Checked when the questions were read, so the dates are there to write.
     let dated = |text: &str| truth::dates(text).unwrap_or_else(|_| text.to_owned());
     // A question the gateway refused is recorded, and the run goes on.
-    let answered = gateway
-        .ask(&dated(&question.question))
-        .await
-        .unwrap_or_else(|e| Answered {
-            error: Some(format!("{e:#}")),
-            ..Answered::default()
-        });
+    let asked = dated(&question.question);
+    let answered = gateway.ask(&asked).await.unwrap_or_else(|e| Answered {
+        error: Some(format!("{e:#}")),
+        ..Answered::default()
+    });
     let mut error = answered.error.clone();
     let right = match (&question.expect, &truth) {
-        (Expect::Count(_), Some(Ok(n))) => crate::gateway::states_number(&answered.text, *n as f64),
+        // The true figure must be the answer's own, not only the question's echoed
+        // ("How many tables seat 6 or more?" is not answered by "6 or more").
+        (Expect::Count(_), Some(Ok(n))) => {
+            crate::gateway::times_stated(&answered.text, *n as f64)
+                > crate::gateway::times_stated(&asked, *n as f64)
+        }
         (Expect::Count(_), Some(Err(why))) => {
             error = Some(format!("the truth could not be counted: {why}"));
             false

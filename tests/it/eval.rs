@@ -330,7 +330,8 @@ async fn the_built_in_set_covers_every_tool_the_mcp_server_offers() {
 }
 
 /// With the scripted upstream: a misread count and an invented figure are judged wrong
-/// and reported as unsupported (from the answer's `grounding` event), and a run killed
+/// and reported as unsupported (from the answer's `grounding` event), an answer that
+/// only echoes the question's figure is not right even when it is the true one, and a run killed
 /// in the middle of an answer keeps the report of every answer before it.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_misread_answer_is_wrong_and_a_killed_run_keeps_its_report() {
@@ -342,6 +343,8 @@ async fn a_misread_answer_is_wrong_and_a_killed_run_keeps_its_report() {
             r#"{"limit":2}"#,
         )]),
         Turn::text("We have 40 customers, and 7 of them booked this week."),
+        // States only the question's own figure, which is also the true count.
+        Turn::text("Several tables seat 6 or more guests."),
         // Long enough to be killed in.
         Turn::text_fragments((0..600).map(|i| format!("w{i} ")))
             .paced(std::time::Duration::from_millis(100)),
@@ -362,6 +365,8 @@ async fn a_misread_answer_is_wrong_and_a_killed_run_keeps_its_report() {
         &questions,
         concat!(
             r#"{"id":"customers","question":"How many customers do we have?","tools":["getCustomers"],"expect":{"count":{"resource":"customers"}}}"#,
+            "\n",
+            r#"{"id":"echo","question":"How many tables seat 6 or more guests?","expect":{"count":{"resource":"tables","customQuery":"seatsMax >= 6"}}}"#,
             "\n",
             r#"{"id":"long","question":"Talk a long while","expect":{"contains":"w599"}}"#,
             "\n"
@@ -386,20 +391,33 @@ async fn a_misread_answer_is_wrong_and_a_killed_run_keeps_its_report() {
     for _ in 0..400 {
         if let Ok(text) = std::fs::read_to_string(&report_file) {
             report = serde_json::from_str(&text).unwrap();
-            break;
+            if report["questions"].as_array().unwrap().len() == 2 {
+                break;
+            }
         }
         tokio::time::sleep(std::time::Duration::from_millis(50)).await;
     }
-    assert!(!report.is_null(), "no report.json:\n{}", maitred.log());
+    assert_eq!(
+        report["questions"].as_array().map(Vec::len),
+        Some(2),
+        "{report:#}\n{}",
+        maitred.log()
+    );
     tokio::time::sleep(std::time::Duration::from_millis(500)).await;
     assert!(run.try_wait().unwrap().is_none(), "the run ended early");
     run.kill().await.unwrap();
     let kept: Value =
         serde_json::from_str(&std::fs::read_to_string(&report_file).unwrap()).unwrap();
-    assert_eq!(kept, report, "written once, after the first answer");
+    assert_eq!(kept, report, "written after the second answer, not since");
     assert_eq!(kept["model"], "scripted");
     let answered = kept["questions"].as_array().unwrap();
-    assert_eq!(answered.len(), 1, "{kept:#}");
+    assert_eq!(answered.len(), 2, "{kept:#}");
+    let echo = &answered[1];
+    assert_eq!(echo["runs"][0]["truth"], 6, "{echo:#}");
+    assert_eq!(
+        echo["right"], false,
+        "echoing the question's 6 is no answer"
+    );
     let first = &answered[0];
     assert_eq!(first["runs"][0]["truth"], 60);
     assert_eq!(first["right"], false, "40 is not the 60 the backend counts");

@@ -34,7 +34,7 @@ use tower_http::csrf::CsrfLayer;
 
 pub use auth::ChatUser;
 pub use error::GatewayError;
-pub use grounding::states_number;
+pub use grounding::times_stated;
 
 use accounts::{AccountSettings, Accounts};
 use answer::Answerer;
