@@ -9,6 +9,7 @@
 //! - [`llm`]: the model port and the OpenAI-compatible client the gateway drives.
 
 pub mod app;
+pub mod eval;
 
 pub use maitred_backend as backend;
 pub use maitred_core::{

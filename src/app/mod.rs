@@ -9,7 +9,7 @@ use anyhow::Context;
 pub use build::{App, Bound, Role};
 pub use roles::{backend_router, open_database};
 
-use crate::cli::{Cli, Command, TokenCommand};
+use crate::cli::{Cli, Command, IssuerArgs, TokenCommand};
 use crate::db::Db;
 use crate::settings::{RoleArgs, Settings};
 use crate::{http_client, identity, mcp, oauth_client, shutdown};
@@ -65,6 +65,7 @@ pub async fn run(cli: Cli) -> anyhow::Result<()> {
             Ok(())
         }
         Some(Command::Token(args)) => print_token(&args).await,
+        Some(Command::Eval(args)) => crate::eval::run(&args).await,
     }
 }
 
@@ -80,37 +81,56 @@ async fn serve(settings: Settings, roles: &[Role]) -> anyhow::Result<()> {
 /// `maitred token`: only the token goes to stdout, so `TOKEN=$(maitred token …)` works.
 #[expect(clippy::print_stdout, reason = "the CLI's output: the token alone")]
 async fn print_token(args: &TokenCommand) -> anyhow::Result<()> {
-    let secret = match &args.secret {
-        Some(secret) => secret.clone(),
-        None => identity::dev::DevCredentials::load(&args.data_dir)?
-            .client_secret(&args.client)
+    let token = client_token(
+        &args.data_dir,
+        &args.issuer,
+        &args.client,
+        args.secret.clone(),
+        args.scope.as_deref(),
+        args.resource.clone(),
+    )
+    .await?;
+    println!("{token}");
+    Ok(())
+}
+
+/// A client-credentials token for `client` from the issuer, its secret given or read
+/// from the dev credentials in `data_dir` (`maitred token`, `maitred eval`).
+pub(crate) async fn client_token(
+    data_dir: &std::path::Path,
+    issuer: &IssuerArgs,
+    client: &str,
+    secret: Option<String>,
+    scope: Option<&str>,
+    resource: Option<String>,
+) -> anyhow::Result<String> {
+    let secret = match secret {
+        Some(secret) => secret,
+        None => identity::dev::DevCredentials::load(data_dir)?
+            .client_secret(client)
             .map(str::to_owned)
             .with_context(|| {
                 format!(
-                    "no secret for client {} in the dev credentials; pass --secret or MAITRED_CLIENT_SECRET",
-                    args.client
+                    "no secret for client {client} in the dev credentials; pass --secret or MAITRED_CLIENT_SECRET"
                 )
             })?,
     };
     let http = http_client::new()?;
-    let token_url = oauth_client::discover_token_url(&http, &args.issuer.location()?).await?;
+    let token_url = oauth_client::discover_token_url(&http, &issuer.location()?).await?;
     let token = oauth_client::client_credentials(
         &http,
         &oauth_client::ClientCredentials {
             token_url,
-            client_id: args.client.clone(),
+            client_id: client.to_owned(),
             client_secret: secret.into(),
-            scopes: args
-                .scope
-                .as_deref()
+            scopes: scope
                 .unwrap_or_default()
                 .split_whitespace()
                 .map(str::to_owned)
                 .collect(),
-            resource: args.resource.clone(),
+            resource,
         },
     )
     .await?;
-    println!("{}", token.token);
-    Ok(())
+    Ok(token.token)
 }

@@ -33,6 +33,7 @@ mod dialects;
 mod docs;
 mod elicitation;
 mod errors;
+mod eval;
 mod golden;
 mod grounding;
 mod idempotency;

@@ -45,6 +45,9 @@ pub enum Command {
     Migrate(StateArgs),
     /// Get an access token with a client's credentials and print only the token.
     Token(TokenCommand),
+    /// Measure the model a running maitred answers with: ask a set of questions through
+    /// the chat API and write report.json and report.md (docs/eval.md).
+    Eval(Box<EvalCommand>),
 }
 
 #[derive(Debug, Clone, Args)]
@@ -513,6 +516,53 @@ pub struct TokenCommand {
     /// The client secret; default: read from the dev credentials file.
     #[arg(long, env = "MAITRED_CLIENT_SECRET", hide_env_values = true)]
     pub secret: Option<String>,
+}
+
+#[derive(Debug, Clone, Args)]
+pub struct EvalCommand {
+    /// The gateway's base URL (default http://localhost:<gateway-port>).
+    #[arg(long)]
+    pub url: Option<String>,
+    /// Port of the local gateway, for the default --url.
+    #[arg(long, env = "MAITRED_GATEWAY_PORT", default_value_t = defaults::GATEWAY_PORT)]
+    pub gateway_port: u16,
+    /// A bearer token for the chat API; default: one for --client, as `maitred token` gets it.
+    #[arg(long, env = "MAITRED_EVAL_TOKEN", hide_env_values = true)]
+    pub token: Option<String>,
+    /// The client whose token asks the questions (when no --token is given).
+    #[arg(long, default_value = "maitred-cli")]
+    pub client: String,
+    /// The client whose token counts the truths at the backend (scope backend.read).
+    #[arg(long, default_value = "maitred-mcp")]
+    pub backend_client: String,
+    /// A bearer token for the backend's API instead of one for --backend-client.
+    #[arg(long, env = "MAITRED_EVAL_BACKEND_TOKEN", hide_env_values = true)]
+    pub backend_token: Option<String>,
+    /// Directory of the generated dev credentials (the clients' secrets).
+    #[arg(long, env = "MAITRED_DATA_DIR", default_value = defaults::DATA_DIR)]
+    pub data_dir: PathBuf,
+    #[command(flatten)]
+    pub issuer: IssuerArgs,
+    /// Questions, one JSON object a line (docs/eval.md); default: the built-in set.
+    #[arg(long)]
+    pub questions: Option<PathBuf>,
+    /// Where report.json and report.md go (default ./eval-<timestamp>).
+    #[arg(long)]
+    pub out: Option<PathBuf>,
+    /// Ask each question this many times, to see how consistently it is answered.
+    #[arg(long, default_value_t = 1, value_parser = clap::value_parser!(u32).range(1..=100))]
+    pub repeat: u32,
+    /// The model the gateway must answer with; the run stops if it answers with another
+    /// (the gateway's configuration chooses its model, not the chat API).
+    #[arg(long)]
+    pub model: Option<String>,
+    /// Longest wait for one answer.
+    #[arg(long, default_value = "5m")]
+    pub timeout: Span,
+    /// Deny the write tools' approvals instead of approving them (the built-in set
+    /// books and changes bookings: run it against a demo instance).
+    #[arg(long)]
+    pub deny_writes: bool,
 }
 
 #[cfg(test)]

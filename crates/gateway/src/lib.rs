@@ -34,6 +34,7 @@ use tower_http::csrf::CsrfLayer;
 
 pub use auth::ChatUser;
 pub use error::GatewayError;
+pub use grounding::times_stated;
 
 use accounts::{AccountSettings, Accounts};
 use answer::Answerer;

@@ -171,7 +171,7 @@ pub fn roles_of(command: Option<&crate::cli::Command>) -> Vec<&'static str> {
         Some(Command::Backend(_)) => vec!["backend"],
         Some(Command::Mcp(_)) => vec!["mcp"],
         Some(Command::Gateway(_)) => vec!["gateway"],
-        Some(Command::Migrate(_) | Command::Token(_)) => Vec::new(),
+        Some(Command::Migrate(_) | Command::Token(_) | Command::Eval(_)) => Vec::new(),
     }
 }
 

@@ -31,6 +31,22 @@ pub(crate) fn check(answer: &str, question: &str, evidence: &Evidence) -> Vec<Cl
         .collect()
 }
 
+/// How many times `text` states the number `n` as a figure (a count, a number or an
+/// amount), read in the spellings grounding accepts ("forty", "1,200", "$60").
+/// `maitred eval` judges a count answer with it, so an answer is right exactly when
+/// grounding would read the true figure in it.
+pub fn times_stated(text: &str, n: f64) -> usize {
+    claims::find(text)
+        .iter()
+        .filter(|found| match found.stated {
+            Stated::Count { n: stated, .. } | Stated::Number(stated) | Stated::Money(stated) => {
+                values::same_number(stated, n)
+            }
+            _ => false,
+        })
+        .count()
+}
+
 /// A name that opens a sentence may have taken the sentence's first word with it
 /// ("Booked Wanda."): when the results do not state it whole but state what follows
 /// that word, the claim is what follows.
@@ -157,6 +173,15 @@ mod tests {
         let invented = check("Booked Customer Zed.", "Book", &evidence);
         assert_eq!(invented[0].text, "Booked Customer Zed");
         assert_eq!(invented[0].status, ClaimStatus::Unsupported);
+    }
+
+    #[test]
+    fn a_number_is_stated_in_any_spelling_grounding_reads() {
+        assert_eq!(times_stated("We have forty customers.", 40.0), 1);
+        assert_eq!(times_stated("Total: 1,200 covers", 1200.0), 1);
+        assert_eq!(times_stated("$60 for 60 customers.", 60.0), 2);
+        assert_eq!(times_stated("There are 61 customers.", 60.0), 0);
+        assert_eq!(times_stated("No customers at all.", 60.0), 0);
     }
 
     #[test]
