@@ -445,6 +445,24 @@ async fn write_approvals_are_approved_unless_denied() {
     let (backend, gateway) = (ports.backend_url(), ports.gateway_url());
     let maitred = Maitred::start(&["all"], data.path(), &ports.env(), &[&backend, &gateway]).await;
     let token = maitred.token(&backend, "maitred-mcp").await;
+    // Writes are a person's with a writing role: the default chat client only reads.
+    let credentials = maitred::identity::dev::DevCredentials::load(data.path()).unwrap();
+    let operator = crate::token_exchange::person_tokens_at(
+        &reqwest::Client::new(),
+        &backend,
+        // The web client's redirect, at the gateway's default public URL.
+        &format!(
+            "{}/login/callback",
+            gateway.replace("127.0.0.1", "localhost")
+        ),
+        "operator",
+        &credentials.users["operator"].password,
+        "openid profile chat.read chat.write",
+    )
+    .await["access_token"]
+        .as_str()
+        .unwrap()
+        .to_owned();
     let bookings_of = |guest: &'static str| {
         let (backend, token) = (backend.clone(), token.clone());
         async move {
@@ -483,6 +501,8 @@ async fn write_approvals_are_approved_unless_denied() {
             questions.to_str().unwrap(),
             "--out",
             out.to_str().unwrap(),
+            "--token",
+            &operator,
         ];
         if deny {
             args.push("--deny-writes");
