@@ -188,7 +188,25 @@ pub(crate) async fn cluster_with(
     }
     let nginx = Nginx::start_upstreams(listen, [&[backend_port], &gateway_ports, &[mcp_port]]);
     let db = Db::connect(&common[0].1).await.unwrap();
-    let token = backend.token(&public(backend_port), "maitred-cli").await;
+    // A person who may book, signed in at the issuer through the proxy: a chat-only
+    // client's writes are refused downstream (issue 37, finding 2).
+    let password = maitred::identity::dev::DevCredentials::load(data)
+        .unwrap()
+        .users["operator"]
+        .password
+        .clone();
+    let token = person_tokens_at(
+        &maitred::http_client::new().unwrap(),
+        &public(listen[0]),
+        &format!("{}/login/callback", public(listen[1])),
+        "operator",
+        &password,
+        "openid profile chat.read chat.write",
+    )
+    .await["access_token"]
+        .as_str()
+        .unwrap()
+        .to_owned();
     Cluster {
         _redis: redis,
         nginx,
