@@ -20,6 +20,10 @@ mod salvage;
 mod schema;
 mod words;
 
+/// English weekday and month names as the model reads them in a question; grounding
+/// reads an answer's dates with the same words.
+pub use words::{WEEKDAYS, month_number};
+
 #[cfg(test)]
 mod tests;
 

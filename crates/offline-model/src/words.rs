@@ -17,7 +17,7 @@ const STOP_WORDS: &str = "a about after all also am an and any are as at be been
     they this those to today tomorrow tonight too total true up us use very want was we week \
     were what when where which who whom whose why will with would yesterday you your";
 
-pub(super) const WEEKDAYS: &[&str] = &[
+pub const WEEKDAYS: &[&str] = &[
     "monday",
     "tuesday",
     "wednesday",
@@ -119,7 +119,7 @@ pub(super) fn is_stop_word(word: &str) -> bool {
 }
 
 /// 1-based month number of a month name or abbreviation.
-pub(super) fn month_number(word: &str) -> Option<u32> {
+pub fn month_number(word: &str) -> Option<u32> {
     MONTHS
         .iter()
         .position(|names| names.contains(&word))

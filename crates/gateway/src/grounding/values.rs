@@ -142,38 +142,11 @@ pub(crate) fn tens_word(word: &str) -> Option<u32> {
         .map(|i| 20 + 10 * i as u32)
 }
 
-const MONTHS: [&[&str]; 12] = [
-    &["january", "jan"],
-    &["february", "feb"],
-    &["march", "mar"],
-    &["april", "apr"],
-    &["may"],
-    &["june", "jun"],
-    &["july", "jul"],
-    &["august", "aug"],
-    &["september", "sep", "sept"],
-    &["october", "oct"],
-    &["november", "nov"],
-    &["december", "dec"],
-];
-
 pub(crate) fn month(word: &str) -> Option<u32> {
-    let word = word.trim_end_matches('.');
-    MONTHS
-        .iter()
-        .position(|names| names.contains(&word))
-        .map(|i| i as u32 + 1)
+    maitred_offline_model::month_number(word.trim_end_matches('.'))
 }
 
-pub(crate) const WEEKDAYS: [&str; 7] = [
-    "monday",
-    "tuesday",
-    "wednesday",
-    "thursday",
-    "friday",
-    "saturday",
-    "sunday",
-];
+pub(crate) use maitred_offline_model::WEEKDAYS;
 
 /// A day of the month, maybe with its ordinal ending: "25", "25th", "1st".
 pub(crate) fn day_of_month(word: &str) -> Option<u32> {
